@@ -1,0 +1,48 @@
+# Every target prepares what it needs; all are safe to repeat.
+VENV      := .venv
+PY        := $(VENV)/bin/python
+STAMP     := $(VENV)/.installed
+HOST      ?= 127.0.0.1
+PORT      ?= 8778
+export PLACEMENT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/var/placement.sqlite
+
+.PHONY: install run test test-sqlite test-postgresql lint openapi openapi-check bench demo pg-up clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/bootstrap.sh
+	./scripts/bootstrap.sh
+	@touch $(STAMP)
+
+run: install
+	@mkdir -p var
+	$(PY) -m placement_api db upgrade
+	$(PY) -m placement_api serve --host $(HOST) --port $(PORT)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy placement_api agent scheduler tests bench
+
+pg-up:
+	@./scripts/ensure-postgresql.sh
+
+# One pytest run covers both backends: database fixtures are parametrised
+# over PLACEMENT_TEST_BACKENDS (default "sqlite,postgresql").
+test: lint pg-up openapi-check
+	$(PY) -m pytest -n 2 --dist loadgroup -q
+
+openapi: install
+	$(PY) -m placement_api openapi --output openapi.yaml
+
+openapi-check: install
+	$(PY) -m placement_api openapi --check openapi.yaml
+
+bench: install pg-up
+	$(PY) bench/run.py
+
+demo: install
+	$(PY) -m scheduler.demo
+
+clean:
+	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache

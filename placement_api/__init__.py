@@ -1,0 +1,1 @@
+"""placement-api: a Placement-compatible resource inventory service."""

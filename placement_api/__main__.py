@@ -1,0 +1,3 @@
+from placement_api.cli import main
+
+main()

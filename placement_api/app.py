@@ -1,0 +1,130 @@
+"""Application factory: engine, services, middleware, routers and error handlers."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
+
+from placement_api import errors, microversion
+from placement_api.db.engine import create_engine
+from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.deps import Services
+from placement_api.domain.standard_names import sync_standard_names
+from placement_api.middleware import PlacementRequestMiddleware
+from placement_api.policy import Policy
+from placement_api.rendering import error_response
+from placement_api.routers import ROUTERS
+from placement_api.settings import Settings, get_settings
+
+LOG = logging.getLogger(__name__)
+
+
+class PlacementCORSMiddleware(CORSMiddleware):
+    """CORS that, like oslo.middleware, answers a refused preflight with a
+    plain 200 carrying no CORS headers instead of a 400."""
+
+    def preflight_response(self, request_headers: object) -> Response:
+        response = super().preflight_response(request_headers)  # type: ignore[arg-type]
+        if response.status_code == 400:
+            return Response(status_code=200)
+        return response
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = create_engine(settings.database_url, pool_size=settings.database_pool_size)
+        factory = make_session_factory(engine)
+        async with unit_of_work(factory, write=True) as session:
+            await sync_standard_names(session)
+        policy = Policy(
+            policy_file=settings.policy_file, enforce_new_defaults=settings.enforce_new_defaults
+        )
+        app.state.services = Services(settings=settings, session_factory=factory, policy=policy)
+        try:
+            yield
+        finally:
+            await engine.dispose()
+
+    app = FastAPI(
+        title="placement-api",
+        version=str(microversion.MAX_VERSION),
+        description=(
+            "Resource inventory, usage and allocation candidates; wire-compatible with the "
+            "OpenStack Placement API, microversions "
+            f"{microversion.MIN_VERSION} to {microversion.MAX_VERSION}. Send "
+            "`OpenStack-API-Version: placement <version>`; shapes that depend on the "
+            "microversion are described per operation."
+        ),
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    for router in ROUTERS:
+        app.include_router(router)
+    _install_error_handlers(app)
+    app.add_middleware(PlacementRequestMiddleware)
+    if settings.cors_allowed_origins:
+        app.add_middleware(
+            PlacementCORSMiddleware,
+            allow_origins=settings.cors_allowed_origins,
+            allow_methods=["GET", "PUT", "POST", "DELETE", "PATCH"],
+            allow_headers=settings.cors_allow_headers,
+            expose_headers=[microversion.HEADER, "x-openstack-request-id"],
+            allow_credentials=True,
+        )
+    return app
+
+
+def _allowed_methods(path: str) -> list[str]:
+    methods: set[str] = set()
+    for router in ROUTERS:
+        for route in router.routes:
+            if isinstance(route, APIRoute) and route.path_regex.match(path):
+                methods |= route.methods
+    return sorted(methods)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    def render(request: Request, error: errors.PlacementError) -> Response:
+        request_id = getattr(request.state, "request_id", "")
+        return error_response(error, request_id, request.headers.get("accept"))
+
+    @app.exception_handler(errors.PlacementError)
+    async def placement_error(request: Request, exc: errors.PlacementError) -> Response:
+        return render(request, exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 405:
+            allowed = _allowed_methods(request.url.path)
+            return render(
+                request,
+                errors.MethodNotAllowed(
+                    f"The method {request.method} is not allowed for this resource.",
+                    headers={"Allow": ", ".join(allowed)},
+                ),
+            )
+        if exc.status_code == 404:
+            return render(request, errors.NotFound("The resource could not be found."))
+        return render(request, errors.PlacementError(str(exc.detail), status=exc.status_code))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        return render(request, errors.BadRequest(f"Invalid request: {exc.errors()[0]['msg']}"))
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(request: Request, exc: Exception) -> Response:
+        LOG.exception("unexpected error handling %s %s", request.method, request.url.path)
+        return render(request, errors.PlacementError("An unexpected error occurred."))

@@ -1,0 +1,102 @@
+"""``placement-api``: serve the API, manage the schema, write the OpenAPI document."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+from rich.console import Console
+
+from placement_api.db import migrations
+from placement_api.db.engine import is_sqlite_url
+from placement_api.settings import get_settings
+
+app = typer.Typer(help="Placement API service.", no_args_is_help=True, add_completion=False)
+db_app = typer.Typer(help="Database schema management.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+console = Console(stderr=True)
+
+
+def _ensure_sqlite_directory(url: str) -> None:
+    if is_sqlite_url(url) and ":///" in url:
+        path = url.split(":///", 1)[1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8778,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the API. SQLite databases are migrated first; PostgreSQL must be current."""
+    url = get_settings().database_url
+    if is_sqlite_url(url):
+        _ensure_sqlite_directory(url)
+        migrations.upgrade(url)
+    elif not migrations.is_up_to_date(url):
+        console.print(
+            "[red]The database schema is not current.[/red] "
+            "Run `placement-api db upgrade` before starting the service."
+        )
+        raise typer.Exit(code=2)
+    uvicorn.run(
+        "placement_api.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+    )
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+) -> None:
+    """Apply schema migrations."""
+    url = get_settings().database_url
+    _ensure_sqlite_directory(url)
+    migrations.upgrade(url, revision)
+
+
+@db_app.command("current")
+def db_current() -> None:
+    """Print the schema revision of the database and whether it is the newest."""
+    url = get_settings().database_url
+    current = asyncio.run(migrations.current_revision(url))
+    head = migrations.head_revision(url)
+    state = "current" if current == head else f"out of date (head is {head})"
+    typer.echo(f"{current or 'empty'} ({state})")
+
+
+@app.command()
+def openapi(
+    output: Annotated[Path | None, typer.Option(help="Write to this file.")] = None,
+    check: Annotated[
+        Path | None, typer.Option(help="Fail if this file differs from the generated one.")
+    ] = None,
+) -> None:
+    """Generate the OpenAPI document from the application."""
+    from placement_api.openapi import render_openapi_yaml
+
+    document = render_openapi_yaml()
+    if check is not None:
+        if not check.exists() or check.read_text() != document:
+            console.print(f"[red]{check} is out of date[/red]: run `make openapi`.")
+            raise typer.Exit(code=1)
+        return
+    if output is None:
+        sys.stdout.write(document)
+    else:
+        output.write_text(document)
+
+
+def main() -> None:
+    app()

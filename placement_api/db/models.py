@@ -1,0 +1,183 @@
+"""The relational model. Alembic migrations create it; nothing else does.
+
+``inventories.used`` is the sum of ``allocations.used`` for that provider
+and class. Every allocation write maintains it in the same transaction, so
+capacity checks and candidate queries read one row per (provider, class)
+instead of re-aggregating every allocation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+    updated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class ResourceClass(TimestampMixin, Base):
+    __tablename__ = "resource_classes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True, nullable=False)
+
+
+class Trait(TimestampMixin, Base):
+    __tablename__ = "traits"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True, nullable=False)
+
+
+class ResourceProvider(TimestampMixin, Base):
+    __tablename__ = "resource_providers"
+    __table_args__ = (
+        Index("ix_resource_providers_root_provider_id", "root_provider_id"),
+        Index("ix_resource_providers_parent_provider_id", "parent_provider_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+    name: Mapped[str] = mapped_column(String(200), unique=True, nullable=False)
+    generation: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    root_provider_id: Mapped[int | None] = mapped_column(
+        ForeignKey("resource_providers.id"), nullable=True
+    )
+    parent_provider_id: Mapped[int | None] = mapped_column(
+        ForeignKey("resource_providers.id"), nullable=True
+    )
+
+
+class Inventory(TimestampMixin, Base):
+    __tablename__ = "inventories"
+    __table_args__ = (
+        UniqueConstraint("resource_provider_id", "resource_class_id"),
+        Index("ix_inventories_resource_class_id", "resource_class_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    resource_provider_id: Mapped[int] = mapped_column(
+        ForeignKey("resource_providers.id", ondelete="CASCADE"), nullable=False
+    )
+    resource_class_id: Mapped[int] = mapped_column(
+        ForeignKey("resource_classes.id"), nullable=False
+    )
+    total: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    reserved: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    min_unit: Mapped[int] = mapped_column(BigInteger, nullable=False, default=1)
+    max_unit: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    step_size: Mapped[int] = mapped_column(BigInteger, nullable=False, default=1)
+    allocation_ratio: Mapped[float] = mapped_column(Float, nullable=False, default=1.0)
+    used: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+
+
+class Project(TimestampMixin, Base):
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    external_id: Mapped[str] = mapped_column(String(255), unique=True, nullable=False)
+
+
+class User(TimestampMixin, Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    external_id: Mapped[str] = mapped_column(String(255), unique=True, nullable=False)
+
+
+class ConsumerType(TimestampMixin, Base):
+    __tablename__ = "consumer_types"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True, nullable=False)
+
+
+class Consumer(TimestampMixin, Base):
+    __tablename__ = "consumers"
+    __table_args__ = (Index("ix_consumers_project_id_user_id", "project_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"), nullable=False)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False)
+    consumer_type_id: Mapped[int | None] = mapped_column(
+        ForeignKey("consumer_types.id"), nullable=True
+    )
+    generation: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+
+class Allocation(TimestampMixin, Base):
+    __tablename__ = "allocations"
+    __table_args__ = (
+        UniqueConstraint("consumer_id", "resource_provider_id", "resource_class_id"),
+        Index("ix_allocations_resource_provider_id_class", "resource_provider_id", "resource_class_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    resource_provider_id: Mapped[int] = mapped_column(
+        ForeignKey("resource_providers.id"), nullable=False
+    )
+    consumer_id: Mapped[int] = mapped_column(
+        ForeignKey("consumers.id", ondelete="CASCADE"), nullable=False
+    )
+    resource_class_id: Mapped[int] = mapped_column(
+        ForeignKey("resource_classes.id"), nullable=False
+    )
+    used: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class Aggregate(TimestampMixin, Base):
+    __tablename__ = "placement_aggregates"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+
+
+class ProviderAggregate(TimestampMixin, Base):
+    __tablename__ = "resource_provider_aggregates"
+    __table_args__ = (Index("ix_resource_provider_aggregates_aggregate_id", "aggregate_id"),)
+
+    resource_provider_id: Mapped[int] = mapped_column(
+        ForeignKey("resource_providers.id", ondelete="CASCADE"), primary_key=True
+    )
+    aggregate_id: Mapped[int] = mapped_column(
+        ForeignKey("placement_aggregates.id"), primary_key=True
+    )
+
+
+class ProviderTrait(TimestampMixin, Base):
+    __tablename__ = "resource_provider_traits"
+    __table_args__ = (Index("ix_resource_provider_traits_trait_id", "trait_id"),)
+
+    resource_provider_id: Mapped[int] = mapped_column(
+        ForeignKey("resource_providers.id", ondelete="CASCADE"), primary_key=True
+    )
+    trait_id: Mapped[int] = mapped_column(ForeignKey("traits.id"), primary_key=True)

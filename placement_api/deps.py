@@ -1,0 +1,126 @@
+"""Typed FastAPI dependencies shared by every router."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from placement_api import errors
+from placement_api.auth import RequestContext, context_from_headers
+from placement_api.db.session import SessionFactory, unit_of_work
+from placement_api.microversion import Version
+from placement_api.policy import Policy
+from placement_api.schemas.validation import decode_json
+from placement_api.settings import Settings
+
+JSON_MEDIA_TYPE = "application/json"
+
+
+@dataclass(frozen=True)
+class Services:
+    """What the app builds once at start-up and every request shares."""
+
+    settings: Settings
+    session_factory: SessionFactory
+    policy: Policy
+
+
+@dataclass(frozen=True)
+class Database:
+    session_factory: SessionFactory
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        async with unit_of_work(self.session_factory, write=False) as session:
+            yield session
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        async with unit_of_work(self.session_factory, write=True) as session:
+            yield session
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """The negotiated facts of one API request."""
+
+    version: Version
+    context: RequestContext
+    request_id: str
+    policy: Policy
+    settings: Settings
+    request: Request
+
+    async def body(self) -> Any:
+        """The JSON body; read after authorization so a denied caller learns nothing."""
+        return await json_body(self.request)
+
+    def authorize(self, rule: str, target: Mapping[str, object] | None = None) -> None:
+        self.policy.authorize(rule, self.context, target)
+
+
+def services(request: Request) -> Services:
+    found: Services = request.app.state.services
+    return found
+
+
+def _accepts_json(accept: str | None) -> bool:
+    if not accept:
+        return True
+    for part in accept.split(","):
+        media, *params = (item.strip() for item in part.split(";"))
+        quality = next((p[2:] for p in params if p.startswith("q=")), "1")
+        try:
+            weight = float(quality)
+        except ValueError:
+            weight = 0.0
+        if weight > 0 and media.lower() in (JSON_MEDIA_TYPE, "application/*", "*/*"):
+            return True
+    return False
+
+
+async def api_request(request: Request) -> ApiRequest:
+    shared = services(request)
+    if not _accepts_json(request.headers.get("accept")):
+        raise errors.NotAcceptable("Only application/json is provided")
+    request_id: str = request.state.request_id
+    context = context_from_headers(request.headers, request_id, shared.settings.auth_strategy)
+    return ApiRequest(
+        version=request.state.microversion,
+        context=context,
+        request_id=request_id,
+        policy=shared.policy,
+        settings=shared.settings,
+        request=request,
+    )
+
+
+def database(request: Request) -> Database:
+    return Database(services(request).session_factory)
+
+
+async def json_body(request: Request) -> Any:
+    """The request body as JSON, after Placement's content-type rules."""
+    raw = await request.body()
+    content_type = request.headers.get("content-type")
+    if content_type is None:
+        if raw:
+            raise errors.BadRequest("content-type header required when body is present")
+        raise errors.UnsupportedMediaType(
+            "The media type None is not supported, use application/json"
+        )
+    media = content_type.split(";")[0].strip().lower()
+    if media != JSON_MEDIA_TYPE:
+        raise errors.UnsupportedMediaType(
+            f"The media type {media} is not supported, use application/json"
+        )
+    return decode_json(raw)
+
+
+ApiDep = Annotated[ApiRequest, Depends(api_request)]
+DbDep = Annotated[Database, Depends(database)]

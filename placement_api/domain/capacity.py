@@ -1,0 +1,59 @@
+"""The capacity rule, in one place for both Python and SQL.
+
+A request of ``amount`` of a class fits a provider's inventory when
+
+    used + amount <= (total - reserved) * allocation_ratio
+    min_unit <= amount <= max_unit  and  amount % step_size == 0
+
+Python callers (allocation writes, on rows they have locked) use
+``fits``/``unit_violation``; queries (provider lists, candidates) use
+``fits_clause`` so both apply the same arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, and_
+
+from placement_api.db.models import Inventory
+
+
+@dataclass(frozen=True)
+class InventoryLimits:
+    total: int
+    reserved: int
+    min_unit: int
+    max_unit: int
+    step_size: int
+    allocation_ratio: float
+
+    @property
+    def capacity(self) -> float:
+        return (self.total - self.reserved) * self.allocation_ratio
+
+
+def fits(limits: InventoryLimits, used: int) -> bool:
+    """``used`` is the usage after the write, including the amount requested."""
+    return used <= limits.capacity
+
+
+def unit_violation(limits: InventoryLimits, amount: int) -> str | None:
+    """Why ``amount`` breaks min_unit/max_unit/step_size, or None when it does not."""
+    if amount < limits.min_unit:
+        return f"amount {amount} is below min_unit {limits.min_unit}"
+    if amount > limits.max_unit:
+        return f"amount {amount} is above max_unit {limits.max_unit}"
+    if amount % limits.step_size:
+        return f"amount {amount} is not a multiple of step_size {limits.step_size}"
+    return None
+
+
+def fits_clause(amount: int, inventory: type[Inventory] = Inventory) -> ColumnElement[bool]:
+    """SQL: ``amount`` more of this inventory row's class fits, units included."""
+    return and_(
+        inventory.used + amount <= (inventory.total - inventory.reserved) * inventory.allocation_ratio,
+        inventory.min_unit <= amount,
+        inventory.max_unit >= amount,
+        amount % inventory.step_size == 0,
+    )

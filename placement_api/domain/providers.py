@@ -1,0 +1,269 @@
+"""Resource providers: create, read, rename, re-parent, delete, list."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Select, delete, exists, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from placement_api import errors
+from placement_api.db.models import Allocation, ResourceProvider
+from placement_api.domain import provider_filters
+from placement_api.domain.generations import now
+from placement_api.querystring import AggregateFilter, TraitFilter
+from placement_api.rendering import newest
+
+_Parent = aliased(ResourceProvider, name="parent")
+_Root = aliased(ResourceProvider, name="root")
+
+
+@dataclass(frozen=True)
+class ProviderRecord:
+    id: int
+    uuid: str
+    name: str
+    generation: int
+    parent_uuid: str | None
+    root_uuid: str
+    created_at: datetime
+    updated_at: datetime | None
+    root_id: int
+
+    @property
+    def last_modified(self) -> datetime | None:
+        return newest(self.created_at, self.updated_at)
+
+
+def record_query() -> Select[tuple[ResourceProvider, str | None, str]]:
+    return (
+        select(ResourceProvider, _Parent.uuid, _Root.uuid)
+        .outerjoin(_Parent, _Parent.id == ResourceProvider.parent_provider_id)
+        .join(_Root, _Root.id == ResourceProvider.root_provider_id)
+    )
+
+
+def _record(row: tuple[ResourceProvider, str | None, str]) -> ProviderRecord:
+    provider, parent_uuid, root_uuid = row
+    return ProviderRecord(
+        id=provider.id,
+        uuid=provider.uuid,
+        name=provider.name,
+        generation=provider.generation,
+        parent_uuid=parent_uuid,
+        root_uuid=root_uuid,
+        created_at=provider.created_at,
+        updated_at=provider.updated_at,
+        root_id=provider.root_provider_id or provider.id,
+    )
+
+
+async def find(session: AsyncSession, uuid: str) -> ProviderRecord | None:
+    row = (await session.execute(record_query().where(ResourceProvider.uuid == uuid))).first()
+    return _record(tuple(row)) if row else None
+
+
+async def get(session: AsyncSession, uuid: str, *, suffix: str = "") -> ProviderRecord:
+    found = await find(session, uuid)
+    if found is None:
+        raise errors.NotFound(f"No resource provider with uuid {uuid} found{suffix}")
+    return found
+
+
+async def run_query(session: AsyncSession, query: Select[tuple[ResourceProvider, str | None, str]]) -> list[ProviderRecord]:
+    rows = await session.execute(query.order_by(ResourceProvider.id))
+    return [_record(tuple(row)) for row in rows]
+
+
+async def _name_taken(session: AsyncSession, name: str, other_than: int | None = None) -> bool:
+    query = select(ResourceProvider.id).where(ResourceProvider.name == name)
+    if other_than is not None:
+        query = query.where(ResourceProvider.id != other_than)
+    return (await session.execute(query)).first() is not None
+
+
+def _duplicate(what: str) -> errors.Conflict:
+    return errors.Conflict(
+        f"Conflicting resource provider {what} already exists.", code=errors.DUPLICATE_NAME
+    )
+
+
+async def create(
+    session: AsyncSession, *, name: str, uuid: str | None, parent_uuid: str | None
+) -> ProviderRecord:
+    uuid = str(uuidlib.UUID(uuid)) if uuid else str(uuidlib.uuid4())
+    failure = f'Unable to create resource provider "{name}", {uuid}: '
+    if await find(session, uuid) is not None:
+        raise _duplicate(f"uuid: {uuid}")
+    if await _name_taken(session, name):
+        raise _duplicate(f"name: {name}")
+    parent = None
+    if parent_uuid is not None:
+        if parent_uuid == uuid:
+            raise errors.BadRequest(
+                failure + "parent provider UUID cannot be same as UUID. "
+                "Please set parent provider UUID to None if there is no parent."
+            )
+        parent = await find(session, parent_uuid)
+        if parent is None:
+            raise errors.BadRequest(failure + "parent provider UUID does not exist.")
+    provider = ResourceProvider(
+        uuid=uuid,
+        name=name,
+        generation=0,
+        parent_provider_id=parent.id if parent else None,
+        root_provider_id=parent.root_id if parent else None,
+        created_at=now(),
+    )
+    session.add(provider)
+    try:
+        await session.flush()
+    except IntegrityError as exc:
+        # A concurrent request created the same name or uuid first.
+        raise _duplicate(f"name: {name}") from exc
+    if parent is None:
+        provider.root_provider_id = provider.id
+        await session.flush()
+    return await get(session, uuid)
+
+
+async def _descendant_ids(session: AsyncSession, provider: ProviderRecord) -> set[int]:
+    rows = await session.execute(
+        select(ResourceProvider.id, ResourceProvider.parent_provider_id).where(
+            ResourceProvider.root_provider_id == provider.root_id
+        )
+    )
+    children: dict[int, list[int]] = {}
+    for child_id, parent_id in rows:
+        if parent_id is not None:
+            children.setdefault(parent_id, []).append(child_id)
+    found: set[int] = set()
+    pending = [provider.id]
+    while pending:
+        current = pending.pop()
+        for child in children.get(current, []):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
+    return found
+
+
+async def _move_subtree(
+    session: AsyncSession, provider: ProviderRecord, new_parent: ProviderRecord | None
+) -> None:
+    subtree = await _descendant_ids(session, provider) | {provider.id}
+    new_root = new_parent.root_id if new_parent else provider.id
+    await session.execute(
+        update(ResourceProvider)
+        .where(ResourceProvider.id == provider.id)
+        .values(parent_provider_id=new_parent.id if new_parent else None)
+    )
+    await session.execute(
+        update(ResourceProvider)
+        .where(ResourceProvider.id.in_(subtree))
+        .values(root_provider_id=new_root)
+    )
+
+
+async def _change_parent(
+    session: AsyncSession, provider: ProviderRecord, parent_uuid: str | None, *, may_reparent: bool
+) -> None:
+    failure = f"Unable to save resource provider {provider.uuid}: Object action update failed because: "
+    if parent_uuid == provider.parent_uuid:
+        return
+    if parent_uuid is None:
+        if not may_reparent:
+            raise errors.BadRequest(failure + "un-parenting a provider is not currently allowed.")
+        await _move_subtree(session, provider, None)
+        return
+    if provider.parent_uuid is not None and not may_reparent:
+        raise errors.BadRequest(failure + "re-parenting a provider is not currently allowed.")
+    new_parent = await find(session, parent_uuid)
+    if new_parent is None:
+        raise errors.BadRequest(failure + "parent provider UUID does not exist.")
+    if new_parent.id == provider.id or new_parent.id in await _descendant_ids(session, provider):
+        raise errors.BadRequest(failure + "creating loop in the provider tree is not allowed.")
+    await _move_subtree(session, provider, new_parent)
+
+
+async def update_provider(
+    session: AsyncSession,
+    uuid: str,
+    *,
+    name: str,
+    parent_uuid: str | None,
+    parent_given: bool,
+    may_reparent: bool,
+) -> ProviderRecord:
+    provider = await get(session, uuid)
+    if name != provider.name and await _name_taken(session, name, other_than=provider.id):
+        raise _duplicate(f"name: {name}")
+    if parent_given:
+        await _change_parent(session, provider, parent_uuid, may_reparent=may_reparent)
+    await session.execute(
+        update(ResourceProvider)
+        .where(ResourceProvider.id == provider.id)
+        .values(name=name, updated_at=now())
+    )
+    try:
+        await session.flush()
+    except IntegrityError as exc:
+        raise _duplicate(f"name: {name}") from exc
+    return await get(session, uuid)
+
+
+async def delete_provider(session: AsyncSession, uuid: str) -> None:
+    provider = await get(session, uuid, suffix=" for delete")
+    # Lock the row first: allocation writers lock it too, so no claim can
+    # land between the in-use check and the delete.
+    await session.execute(
+        select(ResourceProvider.id).where(ResourceProvider.id == provider.id).with_for_update()
+    )
+    if await session.scalar(select(exists().where(Allocation.resource_provider_id == provider.id))):
+        raise errors.Conflict(
+            f"Unable to delete resource provider {uuid}: Resource provider has allocations.",
+            code=errors.PROVIDER_INUSE,
+        )
+    has_children = exists().where(ResourceProvider.parent_provider_id == provider.id)
+    if await session.scalar(select(has_children)):
+        raise errors.Conflict(
+            f"Unable to delete parent resource provider {uuid}: It has child resource providers.",
+            code=errors.PROVIDER_CANNOT_DELETE_PARENT,
+        )
+    await session.execute(delete(ResourceProvider).where(ResourceProvider.id == provider.id))
+
+
+@dataclass(frozen=True)
+class ProviderQuery:
+    """Filters of GET /resource_providers; None means "not filtered on"."""
+
+    name: str | None = None
+    uuid: str | None = None
+    in_tree: str | None = None
+    member_of: AggregateFilter | None = None
+    resources: dict[str, int] | None = None
+    required: TraitFilter | None = None
+
+
+async def list_providers(session: AsyncSession, query: ProviderQuery) -> list[ProviderRecord]:
+    statement = record_query()
+    if query.name is not None:
+        statement = statement.where(ResourceProvider.name == query.name)
+    if query.uuid is not None:
+        statement = statement.where(ResourceProvider.uuid == query.uuid)
+    if query.in_tree is not None:
+        statement = statement.where(provider_filters.in_tree_of(query.in_tree))
+    if query.member_of is not None:
+        statement = statement.where(provider_filters.with_aggregates(query.member_of))
+    if query.resources:
+        class_ids = await provider_filters.resource_class_ids(session, query.resources)
+        amounts = {class_ids[name]: amount for name, amount in query.resources.items()}
+        statement = statement.where(provider_filters.with_capacity(amounts))
+    if query.required is not None and not query.required.is_empty():
+        ids = await provider_filters.trait_ids(session, query.required.names)
+        statement = statement.where(provider_filters.with_traits(query.required, ids))
+    return await run_query(session, statement)

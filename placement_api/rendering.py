@@ -1,0 +1,65 @@
+"""Turning results and errors into HTTP responses."""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime
+from email.utils import format_datetime
+from typing import Any
+
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from placement_api import errors
+from placement_api.microversion import Version
+
+
+def _prefers_html(accept: str | None) -> bool:
+    """True when the client accepts HTML but not JSON (a browser-like Accept)."""
+    if not accept:
+        return False
+    types = [part.split(";")[0].strip().lower() for part in accept.split(",")]
+    wants_json = any(t in ("application/json", "application/*", "*/*") for t in types)
+    return not wants_json and "text/html" in types
+
+
+def error_response(error: errors.PlacementError, request_id: str, accept: str | None) -> Response:
+    if _prefers_html(accept):
+        text = html.escape(f"{error.status} {error.title}: {error.detail}")
+        page = f"<html><head><title>{error.status} {error.title}</title></head><body>{text}</body></html>"
+        return HTMLResponse(page, status_code=error.status, headers=error.headers)
+    return JSONResponse(
+        errors.error_body(error, request_id), status_code=error.status, headers=error.headers
+    )
+
+
+def http_date(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return format_datetime(moment.astimezone(UTC), usegmt=True)
+
+
+def json_response(
+    version: Version,
+    body: Any,
+    *,
+    status: int = 200,
+    last_modified: datetime | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """A JSON response with the cache headers that microversion 1.15 added."""
+    response = JSONResponse(body, status_code=status, headers=headers)
+    if version.has("last_modified"):
+        response.headers["last-modified"] = http_date(last_modified or datetime.now(UTC))
+        response.headers["cache-control"] = "no-cache"
+    return response
+
+
+def empty_response(
+    version: Version, *, status: int = 204, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(status_code=status, headers=headers)
+
+
+def newest(*moments: datetime | None) -> datetime | None:
+    present = [m if m.tzinfo else m.replace(tzinfo=UTC) for m in moments if m is not None]
+    return max(present) if present else None

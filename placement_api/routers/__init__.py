@@ -1,0 +1,29 @@
+"""One router per resource; ``ROUTERS`` is the order the app mounts them in."""
+
+from fastapi import APIRouter
+
+from placement_api.routers import (
+    aggregates,
+    allocation_candidates,
+    allocations,
+    inventories,
+    reshaper,
+    resource_classes,
+    resource_providers,
+    root,
+    traits,
+    usages,
+)
+
+ROUTERS: list[APIRouter] = [
+    root.router,
+    resource_providers.router,
+    inventories.router,
+    aggregates.router,
+    traits.router,
+    resource_classes.router,
+    usages.router,
+    allocations.router,
+    allocation_candidates.router,
+    reshaper.router,
+]

@@ -1,0 +1,5 @@
+"""Routes for aggregates."""
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["aggregates"])

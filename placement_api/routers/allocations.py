@@ -1,0 +1,5 @@
+"""Routes for allocations."""
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["allocations"])

@@ -1,0 +1,5 @@
+"""Routes for inventories."""
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["inventories"])

@@ -1,0 +1,5 @@
+"""Routes for reshaper."""
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["reshaper"])

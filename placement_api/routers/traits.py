@@ -1,0 +1,5 @@
+"""Routes for traits."""
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["traits"])

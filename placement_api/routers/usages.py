@@ -1,0 +1,5 @@
+"""Routes for usages."""
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["usages"])

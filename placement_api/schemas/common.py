@@ -1,0 +1,53 @@
+"""Field types shared by request and response models.
+
+Their JSON Schema keywords are the ones Placement clients see in error
+messages, so constraints are spelled as plain ``pattern``/``maxLength``/
+``minimum`` keywords.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+RESOURCE_CLASS_PATTERN = r"^[A-Z0-9_]+$"
+CUSTOM_RESOURCE_CLASS_PATTERN = r"^CUSTOM_[A-Z0-9_]+$"
+TRAIT_PATTERN = r"^[A-Z0-9_]+$"
+MAX_INT = 2147483647
+
+Uuid = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})]
+NullableUuid = Annotated[
+    str | None, WithJsonSchema({"anyOf": [{"type": "string", "format": "uuid"}, {"type": "null"}]})
+]
+ProviderName = Annotated[str, Field(min_length=1, max_length=200)]
+ResourceClassName = Annotated[str, Field(pattern=RESOURCE_CLASS_PATTERN, max_length=255)]
+Generation = Annotated[int, Field(ge=0)]
+
+
+class RequestModel(BaseModel):
+    """A request body: unknown fields are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResponseModel(BaseModel):
+    """A response body, documented in ``openapi.yaml``."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Link(ResponseModel):
+    rel: str
+    href: str
+
+
+def pattern_keyed_object(pattern: str, value_schema: dict[str, Any]) -> WithJsonSchema:
+    """JSON Schema for an object whose keys must match ``pattern`` (Placement's style)."""
+    return WithJsonSchema(
+        {
+            "type": "object",
+            "patternProperties": {pattern: value_schema},
+            "additionalProperties": False,
+        }
+    )

@@ -1,0 +1,60 @@
+"""Fixtures shared by every test directory.
+
+``database_url`` is parametrised over the backends in
+``PLACEMENT_TEST_BACKENDS`` (default: sqlite and postgresql), so a test
+that uses it — directly or through ``api`` — runs once per backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from httpx import ASGITransport, AsyncClient
+
+from placement_api.app import create_app
+from placement_api.db import migrations
+from placement_api.db.engine import create_engine
+from placement_api.settings import Settings
+from tests.support import databases
+from tests.support.client import PlacementClient
+
+
+@pytest.fixture(scope="session", params=databases.BACKENDS)
+def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param == "sqlite":
+        with databases.sqlite_database() as url:
+            yield url
+        return
+    name, url = asyncio.run(databases.create_pg_database())
+    try:
+        migrations.upgrade(url)
+        yield url
+    finally:
+        asyncio.run(databases.drop_pg_database(name))
+
+
+@pytest.fixture
+def backend(database_url: str) -> str:
+    return "sqlite" if database_url.startswith("sqlite") else "postgresql"
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, enforce_new_defaults=False)
+
+
+@pytest.fixture
+async def api(settings: Settings) -> AsyncIterator[PlacementClient]:
+    """An admin client at the latest microversion, over the ASGI app on a clean database."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = ASGITransport(app=app)
+        async with AsyncClient(transport=transport, base_url="http://placement") as http:
+            yield PlacementClient(http)
+    engine = create_engine(settings.database_url)
+    try:
+        await databases.clean(engine)
+    finally:
+        await engine.dispose()

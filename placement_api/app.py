@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
@@ -28,13 +29,19 @@ LOG = logging.getLogger(__name__)
 
 
 class PlacementCORSMiddleware(CORSMiddleware):
-    """CORS that, like oslo.middleware, answers a refused preflight with a
-    plain 200 carrying no CORS headers instead of a 400."""
+    """CORS as oslo.middleware does it: a refused preflight is a plain 200
+    with no CORS headers (not a 400), and an accepted one echoes only the
+    headers the client asked for."""
 
-    def preflight_response(self, request_headers: object) -> Response:
-        response = super().preflight_response(request_headers)  # type: ignore[arg-type]
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
         if response.status_code == 400:
             return Response(status_code=200)
+        requested = request_headers.get("access-control-request-headers")
+        if requested:
+            response.headers["access-control-allow-headers"] = requested
+        else:
+            del response.headers["access-control-allow-headers"]
         return response
 
 
@@ -92,7 +99,7 @@ def _allowed_methods(path: str) -> list[str]:
     for router in ROUTERS:
         for route in router.routes:
             if isinstance(route, APIRoute) and route.path_regex.match(path):
-                methods |= route.methods
+                methods |= route.methods or set()
     return sorted(methods)
 
 

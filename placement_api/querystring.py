@@ -51,7 +51,9 @@ def parse_resources(text: str) -> dict[str, int]:
                 f"Requested resource {name} expected positive integer amount. Got: {amount_text}."
             ) from exc
         if amount < 1:
-            raise errors.BadRequest(f"Requested resource {name} requires amount >= 1. Got: {amount}.")
+            raise errors.BadRequest(
+                f"Requested resource {name} requires amount >= 1. Got: {amount}."
+            )
         if name in amounts:
             raise errors.BadRequest(_RESOURCES_FORM.format(got=got))
         amounts[name] = amount
@@ -108,7 +110,9 @@ def parse_required(values: list[str], version: Version, *, param: str = "require
                 result.forbidden.add(name[1:])
             else:
                 result.any_of.append(frozenset([name]))
-    conflicting = {n for group in result.any_of if len(group) == 1 for n in group} & result.forbidden
+    conflicting = {
+        n for group in result.any_of if len(group) == 1 for n in group
+    } & result.forbidden
     if conflicting:
         raise errors.BadRequest(
             "Conflicting required and forbidden traits found in the following traits keys: "

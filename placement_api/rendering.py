@@ -24,8 +24,9 @@ def _prefers_html(accept: str | None) -> bool:
 
 def error_response(error: errors.PlacementError, request_id: str, accept: str | None) -> Response:
     if _prefers_html(accept):
-        text = html.escape(f"{error.status} {error.title}: {error.detail}")
-        page = f"<html><head><title>{error.status} {error.title}</title></head><body>{text}</body></html>"
+        title = f"{error.status} {error.title}"
+        text = html.escape(f"{title}: {error.detail}")
+        page = f"<html><head><title>{title}</title></head><body>{text}</body></html>"
         return HTMLResponse(page, status_code=error.status, headers=error.headers)
     return JSONResponse(
         errors.error_body(error, request_id), status_code=error.status, headers=error.headers
@@ -52,12 +53,6 @@ def json_response(
         response.headers["last-modified"] = http_date(last_modified or datetime.now(UTC))
         response.headers["cache-control"] = "no-cache"
     return response
-
-
-def empty_response(
-    version: Version, *, status: int = 204, headers: dict[str, str] | None = None
-) -> Response:
-    return Response(status_code=status, headers=headers)
 
 
 def newest(*moments: datetime | None) -> datetime | None:

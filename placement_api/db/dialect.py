@@ -16,7 +16,7 @@ async def insert_ignoring_duplicates(
     """INSERT rows, skipping any that collide with a unique constraint."""
     if not rows:
         return
-    if session.bind.dialect.name == "postgresql":
+    if session.get_bind().dialect.name == "postgresql":
         await session.execute(postgresql.insert(table).on_conflict_do_nothing(), rows)
     else:
         await session.execute(sqlite.insert(table).on_conflict_do_nothing(), rows)

@@ -138,7 +138,9 @@ class Allocation(TimestampMixin, Base):
     __tablename__ = "allocations"
     __table_args__ = (
         UniqueConstraint("consumer_id", "resource_provider_id", "resource_class_id"),
-        Index("ix_allocations_resource_provider_id_class", "resource_provider_id", "resource_class_id"),
+        Index(
+            "ix_allocations_resource_provider_id_class", "resource_provider_id", "resource_class_id"
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

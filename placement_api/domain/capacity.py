@@ -52,7 +52,8 @@ def unit_violation(limits: InventoryLimits, amount: int) -> str | None:
 def fits_clause(amount: int, inventory: type[Inventory] = Inventory) -> ColumnElement[bool]:
     """SQL: ``amount`` more of this inventory row's class fits, units included."""
     return and_(
-        inventory.used + amount <= (inventory.total - inventory.reserved) * inventory.allocation_ratio,
+        inventory.used + amount
+        <= (inventory.total - inventory.reserved) * inventory.allocation_ratio,
         inventory.min_unit <= amount,
         inventory.max_unit >= amount,
         amount % inventory.step_size == 0,

@@ -26,7 +26,7 @@ from placement_api.db.models import (
 from placement_api.domain.capacity import fits_clause
 from placement_api.querystring import AggregateFilter, TraitFilter
 
-ProviderIdColumn = InstrumentedAttribute[int]
+ProviderIdColumn = InstrumentedAttribute[int] | InstrumentedAttribute[int | None]
 
 
 async def resource_class_ids(session: AsyncSession, names: Iterable[str]) -> dict[str, int]:
@@ -93,7 +93,7 @@ def with_traits(
     return and_(true(), *conditions)
 
 
-def _in_aggregates(uuids: Iterable[str]) -> Select[tuple[int]]:
+def _in_aggregates(uuids: Iterable[str]) -> Select[int]:
     return (
         select(ProviderAggregate.resource_provider_id)
         .join(Aggregate, Aggregate.id == ProviderAggregate.aggregate_id)
@@ -112,6 +112,8 @@ def with_aggregates(
     return and_(true(), *conditions)
 
 
-def in_tree_of(uuid: str, root_id: ProviderIdColumn = ResourceProvider.root_provider_id) -> ColumnElement[bool]:
+def in_tree_of(
+    uuid: str, root_id: ProviderIdColumn = ResourceProvider.root_provider_id
+) -> ColumnElement[bool]:
     tree_root = select(ResourceProvider.root_provider_id).where(ResourceProvider.uuid == uuid)
     return root_id.in_(tree_root.scalar_subquery())

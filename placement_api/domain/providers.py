@@ -6,7 +6,7 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, delete, exists, select, update
+from sqlalchemy import Row, Select, delete, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -39,7 +39,7 @@ class ProviderRecord:
         return newest(self.created_at, self.updated_at)
 
 
-def record_query() -> Select[tuple[ResourceProvider, str | None, str]]:
+def record_query() -> Select[ResourceProvider, str | None, str]:
     return (
         select(ResourceProvider, _Parent.uuid, _Root.uuid)
         .outerjoin(_Parent, _Parent.id == ResourceProvider.parent_provider_id)
@@ -47,7 +47,7 @@ def record_query() -> Select[tuple[ResourceProvider, str | None, str]]:
     )
 
 
-def _record(row: tuple[ResourceProvider, str | None, str]) -> ProviderRecord:
+def _record(row: Row[ResourceProvider, str | None, str]) -> ProviderRecord:
     provider, parent_uuid, root_uuid = row
     return ProviderRecord(
         id=provider.id,
@@ -64,7 +64,7 @@ def _record(row: tuple[ResourceProvider, str | None, str]) -> ProviderRecord:
 
 async def find(session: AsyncSession, uuid: str) -> ProviderRecord | None:
     row = (await session.execute(record_query().where(ResourceProvider.uuid == uuid))).first()
-    return _record(tuple(row)) if row else None
+    return _record(row) if row else None
 
 
 async def get(session: AsyncSession, uuid: str, *, suffix: str = "") -> ProviderRecord:
@@ -74,9 +74,11 @@ async def get(session: AsyncSession, uuid: str, *, suffix: str = "") -> Provider
     return found
 
 
-async def run_query(session: AsyncSession, query: Select[tuple[ResourceProvider, str | None, str]]) -> list[ProviderRecord]:
+async def run_query(
+    session: AsyncSession, query: Select[ResourceProvider, str | None, str]
+) -> list[ProviderRecord]:
     rows = await session.execute(query.order_by(ResourceProvider.id))
-    return [_record(tuple(row)) for row in rows]
+    return [_record(row) for row in rows]
 
 
 async def _name_taken(session: AsyncSession, name: str, other_than: int | None = None) -> bool:
@@ -172,7 +174,9 @@ async def _move_subtree(
 async def _change_parent(
     session: AsyncSession, provider: ProviderRecord, parent_uuid: str | None, *, may_reparent: bool
 ) -> None:
-    failure = f"Unable to save resource provider {provider.uuid}: Object action update failed because: "
+    failure = (
+        f"Unable to save resource provider {provider.uuid}: Object action update failed because: "
+    )
     if parent_uuid == provider.parent_uuid:
         return
     if parent_uuid is None:

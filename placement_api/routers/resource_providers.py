@@ -14,6 +14,7 @@ from placement_api.domain.providers import ProviderQuery, ProviderRecord
 from placement_api.microversion import Version
 from placement_api.rendering import json_response, newest
 from placement_api.schemas import resource_providers as schemas
+from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body, load_query
 
 router = APIRouter(tags=["resource_providers"])
@@ -42,7 +43,9 @@ def _list_query(request: Request, version: Version) -> ProviderQuery:
         uuid=params.get("uuid"),
         in_tree=params.get("in_tree"),
         member_of=querystring.parse_member_of(member_of, version) if member_of else None,
-        resources=querystring.parse_resources(params["resources"]) if "resources" in params else None,
+        resources=querystring.parse_resources(params["resources"])
+        if "resources" in params
+        else None,
         required=querystring.parse_required(required, version) if required else None,
     )
 
@@ -69,7 +72,11 @@ async def list_resource_providers(api: ApiDep, db: DbDep) -> Response:
     operation_id="createResourceProvider",
     status_code=201,
     responses={200: {"model": schemas.Provider, "description": "From 1.20 the body is returned."}},
-    openapi_extra={"requestBody": {"content": {"application/json": {"schema": schemas.ProviderCreateNested.model_json_schema()}}}},
+    openapi_extra=request_body(
+        schemas.ProviderCreate,
+        schemas.ProviderCreateNested,
+        description="ProviderCreateNested from 1.14 (adds parent_provider_uuid).",
+    ),
 )
 async def create_resource_provider(api: ApiDep, db: DbDep) -> Response:
     api.authorize("placement:resource_providers:create")
@@ -108,7 +115,11 @@ async def show_resource_provider(uuid: str, api: ApiDep, db: DbDep) -> Response:
     "/resource_providers/{uuid}",
     operation_id="updateResourceProvider",
     responses={200: {"model": schemas.Provider}},
-    openapi_extra={"requestBody": {"content": {"application/json": {"schema": schemas.ProviderUpdateNested.model_json_schema()}}}},
+    openapi_extra=request_body(
+        schemas.ProviderUpdate,
+        schemas.ProviderUpdateNested,
+        description="ProviderUpdateNested from 1.14; re-parenting and un-parenting from 1.37.",
+    ),
 )
 async def update_resource_provider(uuid: str, api: ApiDep, db: DbDep) -> Response:
     api.authorize("placement:resource_providers:update")
@@ -127,9 +138,7 @@ async def update_resource_provider(uuid: str, api: ApiDep, db: DbDep) -> Respons
     )
 
 
-@router.delete(
-    "/resource_providers/{uuid}", operation_id="deleteResourceProvider", status_code=204
-)
+@router.delete("/resource_providers/{uuid}", operation_id="deleteResourceProvider", status_code=204)
 async def delete_resource_provider(uuid: str, api: ApiDep, db: DbDep) -> Response:
     api.authorize("placement:resource_providers:delete")
     async with db.write() as session:

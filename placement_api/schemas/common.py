@@ -51,3 +51,23 @@ def pattern_keyed_object(pattern: str, value_schema: dict[str, Any]) -> WithJson
             "additionalProperties": False,
         }
     )
+
+
+# Request models named in route documentation; openapi.py publishes them
+# (and the models they nest) under components/schemas.
+DOCUMENTED_REQUEST_MODELS: dict[str, type[BaseModel]] = {}
+
+
+def request_body(*models: type[BaseModel], description: str = "") -> dict[str, Any]:
+    """``openapi_extra`` for a JSON body; several models = one shape per microversion range."""
+    for model in models:
+        DOCUMENTED_REQUEST_MODELS[model.__name__] = model
+    refs = [{"$ref": f"#/components/schemas/{model.__name__}"} for model in models]
+    schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
+    body: dict[str, Any] = {
+        "required": True,
+        "content": {"application/json": {"schema": schema}},
+    }
+    if description:
+        body["description"] = description
+    return {"requestBody": body}

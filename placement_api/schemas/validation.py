@@ -16,10 +16,19 @@ import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from placement_api import errors
+from placement_api.querystring import is_uuid
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 _FORMAT_CHECKER = jsonschema.FormatChecker()
+
+
+def _is_uuid(instance: object) -> bool:
+    """Placement accepts UUIDs with or without dashes."""
+    return not isinstance(instance, str) or is_uuid(instance)
+
+
+_FORMAT_CHECKER.checks("uuid")(_is_uuid)
 
 
 @cache

@@ -80,7 +80,9 @@ async def clean(engine: AsyncEngine) -> None:
     async with engine.begin() as connection:
         for table in TABLES_IN_DELETE_ORDER:
             await connection.execute(text(f"DELETE FROM {table}"))
-        await connection.execute(text("DELETE FROM traits WHERE name LIKE 'CUSTOM\\_%' ESCAPE '\\'"))
+        await connection.execute(
+            text("DELETE FROM traits WHERE name LIKE 'CUSTOM\\_%' ESCAPE '\\'")
+        )
         await connection.execute(
             text("DELETE FROM resource_classes WHERE name LIKE 'CUSTOM\\_%' ESCAPE '\\'")
         )

@@ -1,0 +1,1 @@
+"""Compute agent: reports a libvirt host's inventory and traits to Placement."""

@@ -1,0 +1,234 @@
+"""``placement-agent``: report this hypervisor to Placement, once or periodically."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from prometheus_client import start_http_server
+from pydantic import ValidationError
+from rich.console import Console
+
+from agent.daemon import run_until_stopped, stop_on_signals
+from agent.placement_client import PlacementClient
+from agent.provider_config import ProviderConfigError
+from agent.reporting_pass import (
+    PASS_FAILURES,
+    Outcome,
+    PassResult,
+    ReportingPass,
+    discover,
+    plan_for,
+)
+from agent.settings import CONFIG_FILE_VARIABLE, AgentSettings, load_settings
+from agent.show import plan_document, print_plan
+from agent.state import StateStore
+
+app = typer.Typer(
+    help="Report this hypervisor's inventory and traits to Placement.",
+    add_completion=False,
+    invoke_without_command=True,
+)
+err_console = Console(stderr=True)
+log = logging.getLogger("agent")
+
+ApiUrl = Annotated[str | None, typer.Option("--api-url", help="Placement API endpoint.")]
+Token = Annotated[str | None, typer.Option("--token", help="noauth2 or Keystone token.")]
+LibvirtUri = Annotated[str | None, typer.Option("--libvirt-uri", help="libvirt connection URI.")]
+StateDir = Annotated[Path | None, typer.Option("--state-dir", help="Keeps the provider uuid.")]
+InstancesPath = Annotated[
+    Path | None, typer.Option("--instances-path", help="Filesystem reported as DISK_GB.")
+]
+ProviderConfigPath = Annotated[
+    Path | None, typer.Option("--provider-config", help="YAML custom inventory and traits.")
+]
+ProviderName = Annotated[
+    str | None, typer.Option("--provider-name", help="Root provider name (default: hostname).")
+]
+Interval = Annotated[float | None, typer.Option("--interval", help="Seconds between passes.")]
+ConfigFile = Annotated[
+    Path | None, typer.Option("--config", help=f"YAML settings file (or ${CONFIG_FILE_VARIABLE}).")
+]
+Once = Annotated[bool, typer.Option("--once", help="One pass, then exit with its outcome.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log debug details.")]
+
+
+def _settings(config: Path | None, options: dict[str, Any]) -> AgentSettings:
+    if config is not None:
+        os.environ[CONFIG_FILE_VARIABLE] = str(config)
+    try:
+        return load_settings(options)
+    except (ValidationError, FileNotFoundError) as error:
+        err_console.print(f"[red]invalid agent settings:[/red] {error}")
+        raise typer.Exit(code=Outcome.FAILED) from error
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("httpx").setLevel(logging.DEBUG if verbose else logging.WARNING)
+
+
+@app.callback()
+def main_callback(
+    ctx: typer.Context,
+    once: Once = False,
+    api_url: ApiUrl = None,
+    token: Token = None,
+    libvirt_uri: LibvirtUri = None,
+    state_dir: StateDir = None,
+    instances_path: InstancesPath = None,
+    provider_config: ProviderConfigPath = None,
+    provider_name: ProviderName = None,
+    interval: Interval = None,
+    config: ConfigFile = None,
+    verbose: Verbose = False,
+) -> None:
+    """Without a command: run periodically, or one pass with --once."""
+    options = _given(
+        api_url=api_url,
+        token=token,
+        libvirt_uri=libvirt_uri,
+        state_dir=state_dir,
+        instances_path=instances_path,
+        provider_config=provider_config,
+        provider_name=provider_name,
+        interval=interval,
+    )
+    if ctx.invoked_subcommand is None:
+        _run(options, config, once=once, verbose=verbose)
+    else:
+        ctx.obj = _CommonOptions(options, config, once, verbose)
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    once: Once = False,
+    api_url: ApiUrl = None,
+    token: Token = None,
+    libvirt_uri: LibvirtUri = None,
+    state_dir: StateDir = None,
+    instances_path: InstancesPath = None,
+    provider_config: ProviderConfigPath = None,
+    provider_name: ProviderName = None,
+    interval: Interval = None,
+    config: ConfigFile = None,
+    verbose: Verbose = False,
+) -> None:
+    """Report now and then every interval until SIGTERM/SIGINT (or once with --once)."""
+    common: _CommonOptions = ctx.obj
+    options = common.options | _given(
+        api_url=api_url,
+        token=token,
+        libvirt_uri=libvirt_uri,
+        state_dir=state_dir,
+        instances_path=instances_path,
+        provider_config=provider_config,
+        provider_name=provider_name,
+        interval=interval,
+    )
+    _run(
+        options,
+        config or common.config,
+        once=once or common.once,
+        verbose=verbose or common.verbose,
+    )
+
+
+@dataclass(frozen=True)
+class _CommonOptions:
+    """Options given before the command name, which the command's own options override."""
+
+    options: dict[str, Any]
+    config: Path | None
+    once: bool
+    verbose: bool
+
+
+def _given(**options: Any) -> dict[str, Any]:
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def _run(options: dict[str, Any], config: Path | None, once: bool, verbose: bool) -> None:
+    _configure_logging(verbose)
+    settings = _settings(config, options)
+    if once:
+        result = asyncio.run(_one_pass(settings))
+        raise typer.Exit(code=int(result.outcome))
+    if settings.metrics_port is not None:
+        start_http_server(settings.metrics_port)
+    asyncio.run(_run_forever(settings))
+
+
+def _client(settings: AgentSettings) -> PlacementClient:
+    token = settings.token.get_secret_value() if settings.token else None
+    return PlacementClient.connect(settings.api_url, token, settings.request_timeout)
+
+
+async def _one_pass(settings: AgentSettings) -> PassResult:
+    async with _client(settings) as client:
+        return await ReportingPass(settings, client).run()
+
+
+async def _run_forever(settings: AgentSettings) -> None:
+    stop = asyncio.Event()
+    stop_on_signals(stop)
+    log.info(
+        "reporting %s to %s every %ss", settings.libvirt_uri, settings.api_url, settings.interval
+    )
+    async with _client(settings) as client:
+        await run_until_stopped(
+            ReportingPass(settings, client), settings.interval, settings.interval_jitter, stop
+        )
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    libvirt_uri: LibvirtUri = None,
+    state_dir: StateDir = None,
+    instances_path: InstancesPath = None,
+    provider_config: ProviderConfigPath = None,
+    provider_name: ProviderName = None,
+    config: ConfigFile = None,
+) -> None:
+    """Print what the agent would report, without sending anything."""
+    common: _CommonOptions = ctx.obj
+    options = common.options | _given(
+        libvirt_uri=libvirt_uri,
+        state_dir=state_dir,
+        instances_path=instances_path,
+        provider_config=provider_config,
+        provider_name=provider_name,
+    )
+    settings = _settings(config or common.config, options)
+    try:
+        facts = discover(settings)
+        state = StateStore(settings.state_dir).load()
+        root_uuid = state.root_provider_uuid if state else str(uuid.uuid4())
+        plan = plan_for(settings, facts, root_uuid)
+    except (*PASS_FAILURES, ProviderConfigError) as error:
+        err_console.print(f"[red]cannot describe the host:[/red] {error}")
+        raise typer.Exit(code=Outcome.FAILED) from error
+    document = plan_document(facts, plan, root_uuid_known=state is not None)
+    if as_json:
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        print_plan(Console(), document)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,141 @@
+"""One reporting pass: discover the host, plan, bring Placement up to date, reconcile."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from agent.discovery import DiscoveryError, HostFacts, build_host_facts, read_host
+from agent.inventory import HostPlan, build_host_plan
+from agent.metrics import LAST_SUCCESS, PASSES
+from agent.placement_client import PlacementClient, PlacementError, PlacementUnavailable
+from agent.provider_config import ProviderConfigError, load_provider_config
+from agent.reconcile import Drift, reconcile
+from agent.reporter import (
+    ConflictRetriesExhausted,
+    ProviderNameTaken,
+    ProviderReport,
+    Reporter,
+    RetryPolicy,
+)
+from agent.settings import AgentSettings
+from agent.state import AgentState, StateError, StateStore
+
+log = logging.getLogger(__name__)
+
+# Failures that are about the world, not the agent: logged without a traceback.
+PASS_FAILURES = (
+    DiscoveryError,
+    PlacementUnavailable,
+    PlacementError,
+    ConflictRetriesExhausted,
+    ProviderNameTaken,
+    ProviderConfigError,
+    StateError,
+)
+
+
+class Outcome(enum.IntEnum):
+    """Also the exit status of ``placement-agent --once``."""
+
+    SYNCED = 0
+    FAILED = 1
+    DRIFT = 3
+    IN_USE = 4
+
+
+@dataclass
+class PassResult:
+    outcome: Outcome
+    provider_name: str | None = None
+    provider_uuid: str | None = None
+    reports: list[ProviderReport] = field(default_factory=list)
+    drift: Drift | None = None
+    error: str | None = None
+
+
+def discover(settings: AgentSettings) -> HostFacts:
+    return build_host_facts(read_host(settings.libvirt_uri, settings.instances_path))
+
+
+def plan_for(settings: AgentSettings, facts: HostFacts, root_uuid: str) -> HostPlan:
+    provider_config = load_provider_config(settings.provider_config)
+    name = settings.provider_name or facts.hostname
+    return build_host_plan(facts, settings, provider_config, root_uuid, name)
+
+
+class ReportingPass:
+    def __init__(self, settings: AgentSettings, client: PlacementClient) -> None:
+        self._settings = settings
+        self._client = client
+        self._reporter = Reporter(client, RetryPolicy(retries=settings.conflict_retries))
+        self._store = StateStore(settings.state_dir)
+
+    async def run(self) -> PassResult:
+        started = time.monotonic()
+        try:
+            result = await self._run()
+        except PASS_FAILURES as error:
+            log.error("pass failed: %s", error)
+            result = PassResult(Outcome.FAILED, error=str(error))
+        except Exception as error:  # the daemon outlives a bug; the traceback says where
+            log.exception("pass failed unexpectedly")
+            result = PassResult(Outcome.FAILED, error=repr(error))
+        label = result.provider_name or self._settings.provider_name or ""
+        PASSES.labels(label, result.outcome.name.lower()).inc()
+        if result.outcome is not Outcome.FAILED:
+            LAST_SUCCESS.labels(label).set_to_current_time()
+        log.info("pass finished: %s in %.2fs", result.outcome.name, time.monotonic() - started)
+        return result
+
+    async def _run(self) -> PassResult:
+        facts = await asyncio.to_thread(discover, self._settings)
+        name = self._settings.provider_name or facts.hostname
+        state = await self._load_or_adopt_state(name)
+        plan = plan_for(self._settings, facts, state.root_provider_uuid)
+        reports = [
+            await self._reporter.sync(provider, state.configured_traits_of(provider.uuid))
+            for provider in plan.providers
+        ]
+        self._remember_configured_traits(state, plan)
+        drift = await reconcile(self._client, name, [p.uuid for p in plan.providers], facts.domains)
+        return PassResult(
+            outcome=_outcome(reports, drift),
+            provider_name=name,
+            provider_uuid=plan.root.uuid,
+            reports=reports,
+            drift=drift,
+        )
+
+    async def _load_or_adopt_state(self, name: str) -> AgentState:
+        """A new state directory adopts the root provider already reported under this name."""
+        state = self._store.load()
+        if state is not None:
+            return state
+        existing = await self._client.find_provider_by_name(name)
+        if existing is not None and existing.parent_uuid is None:
+            log.info("adopting existing provider %s (%s)", name, existing.uuid)
+            root_uuid = existing.uuid
+        else:
+            root_uuid = str(uuid.uuid4())
+        state = AgentState(root_provider_uuid=root_uuid)
+        self._store.save(state)
+        return state
+
+    def _remember_configured_traits(self, state: AgentState, plan: HostPlan) -> None:
+        configured = {p.uuid: sorted(p.config_traits) for p in plan.providers if p.config_traits}
+        if configured != state.configured_traits:
+            state.configured_traits = configured
+            self._store.save(state)
+
+
+def _outcome(reports: list[ProviderReport], drift: Drift) -> Outcome:
+    if any(report.held_in_use for report in reports):
+        return Outcome.IN_USE
+    if drift.found:
+        return Outcome.DRIFT
+    return Outcome.SYNCED

@@ -1,0 +1,96 @@
+"""Agent configuration: CLI options over ``PLACEMENT_AGENT_*`` variables over a YAML file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+CONFIG_FILE_VARIABLE = "PLACEMENT_AGENT_CONFIG_FILE"
+DEFAULT_CONFIG_FILE = Path("/etc/placement-agent/agent.yaml")
+
+
+class AgentSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PLACEMENT_AGENT_", extra="forbid")
+
+    api_url: str = Field(default="http://127.0.0.1:8778", description="Placement API endpoint.")
+    token: SecretStr | None = Field(
+        default=None, description="Sent as X-Auth-Token: a noauth2 token or a Keystone token."
+    )
+    libvirt_uri: str = "qemu:///system"
+    state_dir: Path = Field(
+        default=Path("/var/lib/placement-agent"),
+        description="Where the provider uuid is kept across restarts.",
+    )
+    instances_path: Path = Field(
+        default=Path("/var/lib/libvirt/images"), description="Filesystem reported as DISK_GB."
+    )
+    provider_config: Path | None = Field(
+        default=None, description="YAML file with custom inventory and traits."
+    )
+    provider_name: str | None = Field(
+        default=None, description="Root provider name; the hypervisor hostname when unset."
+    )
+    interval: float = Field(default=60.0, gt=0, description="Seconds between passes.")
+    interval_jitter: float = Field(
+        default=0.1, ge=0, lt=1, description="Each wait varies by up to this fraction."
+    )
+    reserved_host_memory_mb: int = Field(default=512, ge=0)
+    reserved_host_disk_mb: int = Field(default=0, ge=0)
+    reserved_host_cpus: int = Field(default=0, ge=0)
+    # None means "not configured": a ratio an operator set through the API is then kept.
+    cpu_allocation_ratio: float | None = Field(default=None, gt=0)
+    ram_allocation_ratio: float | None = Field(default=None, gt=0)
+    disk_allocation_ratio: float | None = Field(default=None, gt=0)
+    initial_cpu_allocation_ratio: float = Field(default=4.0, gt=0)
+    initial_ram_allocation_ratio: float = Field(default=1.0, gt=0)
+    initial_disk_allocation_ratio: float = Field(default=1.0, gt=0)
+    numa_providers: bool = Field(
+        default=False, description="Report NUMA cells as child providers with VCPU and memory."
+    )
+    request_timeout: float = Field(default=10.0, gt=0)
+    conflict_retries: int = Field(
+        default=5, ge=0, description="Retries of a write that lost a generation race."
+    )
+    metrics_port: int | None = Field(
+        default=None, ge=0, le=65535, description="Serve Prometheus metrics on this port."
+    )
+
+    @field_validator("api_url")
+    @classmethod
+    def _strip_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls, _config_file()))
+
+
+def _config_file() -> Path | None:
+    configured = os.environ.get(CONFIG_FILE_VARIABLE)
+    if configured:
+        if not Path(configured).is_file():
+            raise FileNotFoundError(f"agent config file {configured} does not exist")
+        return Path(configured)
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def load_settings(overrides: dict[str, Any]) -> AgentSettings:
+    """Settings with the options given on the command line (None = not given) on top."""
+    given = {name: value for name, value in overrides.items() if value is not None}
+    return AgentSettings(**given)

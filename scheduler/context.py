@@ -1,0 +1,54 @@
+"""What filters and weighers read besides the host: the request's facts, computed
+once per scheduling request and updated as its instances are placed.
+
+Where the facts come from:
+- server-group members: the consumers named in ``hints.group.members``
+  (located through Placement ``GET /allocations/{consumer}``) plus the ones
+  this scheduler placed in the group (``groups.GroupLedger``);
+- ``same_host`` / ``different_host``: the hosts Placement holds those
+  consumers' allocations on;
+- availability zone and aggregate metadata: scheduler configuration keyed by
+  Placement aggregate uuid (see ``settings``), membership read from Placement.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from scheduler.spec import Hints, ImageProperties, ServerGroupHint
+
+
+@dataclass
+class SchedulingContext:
+    hints: Hints = field(default_factory=Hints)
+    availability_zone: str | None = None
+    extra_specs: Mapping[str, str] = field(default_factory=dict)
+    image: ImageProperties | None = None
+    max_instances_per_host: int = 50
+    group_hosts: Counter[str] = field(default_factory=Counter)
+    # host uuid -> the hinted consumers that have allocations there
+    same_host_targets: dict[str, set[str]] = field(default_factory=dict)
+    different_host_targets: dict[str, set[str]] = field(default_factory=dict)
+    host_names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def group(self) -> ServerGroupHint | None:
+        return self.hints.group
+
+    @property
+    def forced(self) -> bool:
+        return self.hints.forces_hosts
+
+    def name_of(self, host: str) -> str:
+        return self.host_names.get(host, host)
+
+    def names_of(self, hosts: Iterable[str]) -> str:
+        return ", ".join(sorted(self.name_of(host) for host in hosts))
+
+    def record_placement(self, host: str, name: str) -> None:
+        """Later instances of the same request see this one."""
+        self.host_names[host] = name
+        if self.group is not None:
+            self.group_hosts[host] += 1

@@ -1,0 +1,168 @@
+"""Host states built from one GET /allocation_candidates answer.
+
+A *host* is the root provider of the tree an allocation request draws its
+compute resources from (sharing providers, those with the
+``MISC_SHARES_VIA_AGGREGATE`` trait, do not make a host). Usage lives in one
+``UsageBook`` for the whole answer, because a sharing provider's capacity is
+shared by every host that can use it; consuming an allocation request for
+one instance updates the book, so the next instance of the same request sees
+what is left.
+
+Facts Placement's answer does not carry (the provider's name, its
+aggregates, availability zone and aggregate metadata, how many consumers it
+has) come in a ``HostMetadata`` per host, gathered by ``directory``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from scheduler.client import AllocationRequest, CandidatesResponse, ProviderSummary
+
+SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
+
+
+@dataclass
+class Usage:
+    capacity: int
+    used: int
+
+    @property
+    def free(self) -> int:
+        return self.capacity - self.used
+
+
+class UsageBook:
+    """Capacity and usage per provider and resource class, as Placement reported it
+    plus whatever this scheduling request has consumed since."""
+
+    def __init__(self, summaries: Mapping[str, ProviderSummary]) -> None:
+        self._usage: dict[str, dict[str, Usage]] = {
+            rp: {rc: Usage(r.capacity, r.used) for rc, r in summary.resources.items()}
+            for rp, summary in summaries.items()
+        }
+
+    def usage(self, provider: str, resource_class: str) -> Usage | None:
+        return self._usage.get(provider, {}).get(resource_class)
+
+    def shortfall(self, request: AllocationRequest) -> str | None:
+        """Why the request no longer fits, or None when it does."""
+        for rp, allocation in request.allocations.items():
+            for rc, amount in allocation.resources.items():
+                usage = self.usage(rp, rc)
+                if usage is None or usage.free < amount:
+                    free = usage.free if usage else 0
+                    return f"{rc} needs {amount}, {free} left on provider {rp}"
+        return None
+
+    def consume(self, request: AllocationRequest) -> None:
+        for rp, allocation in request.allocations.items():
+            for rc, amount in allocation.resources.items():
+                usage = self._usage.setdefault(rp, {}).setdefault(rc, Usage(0, 0))
+                usage.used += amount
+
+
+@dataclass(frozen=True)
+class HostMetadata:
+    name: str
+    aggregates: frozenset[str] = frozenset()
+    availability_zone: str = "nova"
+    aggregate_metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    num_instances: int | None = None
+
+
+@dataclass
+class HostState:
+    uuid: str
+    name: str
+    tree: tuple[str, ...]
+    traits: frozenset[str]
+    requests: list[AllocationRequest]
+    book: UsageBook
+    aggregates: frozenset[str] = frozenset()
+    availability_zone: str = "nova"
+    aggregate_metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    num_instances: int | None = None
+
+    def total(self, resource_class: str, attribute: str) -> int:
+        found = (self.book.usage(rp, resource_class) for rp in self.tree)
+        return sum(getattr(usage, attribute) for usage in found if usage is not None)
+
+    def free(self, resource_class: str) -> int:
+        """Capacity under the allocation ratio minus usage, summed over the tree."""
+        return self.total(resource_class, "free")
+
+    def fitting_request(self) -> AllocationRequest | None:
+        return next((r for r in self.requests if self.book.shortfall(r) is None), None)
+
+    def shortfall(self) -> str:
+        reasons = (self.book.shortfall(r) for r in self.requests)
+        return next((reason for reason in reasons if reason), "no allocation request")
+
+    def consume(self, request: AllocationRequest) -> None:
+        self.book.consume(request)
+        if self.num_instances is not None:
+            self.num_instances += 1
+
+
+def host_of(request: AllocationRequest, summaries: Mapping[str, ProviderSummary]) -> str:
+    """The root provider whose tree supplies the request's non-shared resources."""
+    roots = sorted(
+        {
+            summaries[rp].root_provider_uuid if rp in summaries else rp
+            for rp in request.allocations
+            if rp not in summaries or SHARING_TRAIT not in summaries[rp].traits
+        }
+    )
+    if roots:
+        return roots[0]
+    return sorted(summaries[rp].root_provider_uuid for rp in request.allocations)[0]
+
+
+def requests_by_host(response: CandidatesResponse) -> dict[str, list[AllocationRequest]]:
+    by_host: dict[str, list[AllocationRequest]] = {}
+    for request in response.allocation_requests:
+        by_host.setdefault(host_of(request, response.provider_summaries), []).append(request)
+    return by_host
+
+
+def build_hosts(
+    response: CandidatesResponse,
+    metadata: Mapping[str, HostMetadata],
+    book: UsageBook | None = None,
+) -> list[HostState]:
+    """One host state per host with candidates, in Placement's order."""
+    summaries = response.provider_summaries
+    book = book or UsageBook(summaries)
+    trees = _trees(summaries)
+    hosts = []
+    for host, requests in requests_by_host(response).items():
+        facts = metadata.get(host) or HostMetadata(name=host)
+        root = summaries.get(host)
+        hosts.append(
+            HostState(
+                uuid=host,
+                name=facts.name,
+                tree=trees.get(host, (host,)),
+                traits=frozenset(root.traits) if root else frozenset(),
+                requests=requests,
+                book=book,
+                aggregates=facts.aggregates,
+                availability_zone=facts.availability_zone,
+                aggregate_metadata=facts.aggregate_metadata,
+                num_instances=facts.num_instances,
+            )
+        )
+    return hosts
+
+
+def _trees(summaries: Mapping[str, ProviderSummary]) -> dict[str, tuple[str, ...]]:
+    trees: dict[str, list[str]] = {}
+    for rp, summary in summaries.items():
+        trees.setdefault(summary.root_provider_uuid, []).append(rp)
+    return {root: tuple(members) for root, members in trees.items()}
+
+
+def names_of(hosts: Iterable[HostState]) -> list[str]:
+    return [host.name for host in hosts]

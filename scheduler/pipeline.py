@@ -1,0 +1,183 @@
+"""Filter with reasons and counts, then weigh: normalise to 0..1, multiply, sum.
+
+Each weigher's raw values are scaled over the hosts being weighed
+(lowest 0, highest 1; all equal gives 0 to all), multiplied by the
+configured multiplier and summed. The ``pack`` strategy negates the
+multipliers of resource weighers, so the same weighers bin-pack instead of
+spreading. A weigher with multiplier 0 is not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scheduler.context import SchedulingContext
+from scheduler.explain import FilterReport, HostWeights, RejectedHost, WeightTerm
+from scheduler.host_state import HostState
+from scheduler.plugins import FILTERS, WEIGHERS
+from scheduler.plugins.base import HostFilter, HostWeigher
+from scheduler.settings import SchedulerSettings
+
+FORCED_SKIP = "hosts are forced (force_hosts/force_nodes): filter not run"
+
+
+class UnknownPluginError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    weigher: str
+    raw: float
+    normalised: float
+    multiplier: float
+
+    @property
+    def weighted(self) -> float:
+        return self.normalised * self.multiplier
+
+
+@dataclass(slots=True)
+class WeighedHost:
+    host: HostState
+    total: float
+    terms: tuple[Term, ...]
+
+    def report(self) -> HostWeights:
+        return HostWeights(
+            host=self.host.name,
+            uuid=self.host.uuid,
+            total=round(self.total, 6),
+            terms=[
+                WeightTerm(
+                    weigher=t.weigher,
+                    raw=t.raw,
+                    normalised=round(t.normalised, 6),
+                    multiplier=t.multiplier,
+                    weighted=round(t.weighted, 6),
+                )
+                for t in self.terms
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class EnabledWeigher:
+    plugin: HostWeigher
+    multiplier: float
+
+
+def normalise(values: Sequence[float]) -> list[float]:
+    low, high = min(values), max(values)
+    if high == low:
+        return [0.0] * len(values)
+    return [(value - low) / (high - low) for value in values]
+
+
+class Pipeline:
+    def __init__(
+        self,
+        filters: Sequence[HostFilter],
+        weighers: Sequence[EnabledWeigher],
+        max_rejections: int = 25,
+    ) -> None:
+        self.filters = list(filters)
+        self.weighers = [w for w in weighers if w.multiplier != 0]
+        self.max_rejections = max_rejections
+
+    @classmethod
+    def from_settings(cls, settings: SchedulerSettings) -> Pipeline:
+        _check_known("filter", settings.enabled_filters, FILTERS)
+        _check_known("weigher", settings.enabled_weighers, WEIGHERS)
+        _check_known("weigher multiplier", list(settings.weigher_multipliers), WEIGHERS)
+        weighers = []
+        for name in settings.enabled_weighers:
+            plugin = WEIGHERS[name]()
+            sign = -1.0 if settings.strategy == "pack" and plugin.follows_strategy else 1.0
+            multiplier = settings.weigher_multipliers.get(name, 1.0) * sign
+            weighers.append(EnabledWeigher(plugin, multiplier))
+        return cls(
+            [FILTERS[name]() for name in settings.enabled_filters],
+            weighers,
+            settings.explain_max_rejections,
+        )
+
+    @property
+    def needs_instance_counts(self) -> bool:
+        return any(f.needs_instance_counts for f in self.filters) or any(
+            w.plugin.needs_instance_counts for w in self.weighers
+        )
+
+    def run_filters(
+        self, hosts: list[HostState], context: SchedulingContext
+    ) -> tuple[list[HostState], list[FilterReport]]:
+        """The hosts every filter passes, and one report per filter that ran."""
+        reports = []
+        for host_filter in self.filters:
+            if not hosts:
+                break
+            if context.forced and not host_filter.runs_on_forced_hosts:
+                reports.append(
+                    FilterReport(
+                        name=host_filter.name,
+                        hosts_in=len(hosts),
+                        hosts_out=len(hosts),
+                        skipped=FORCED_SKIP,
+                    )
+                )
+                continue
+            hosts, report = self._apply(host_filter, hosts, context)
+            reports.append(report)
+        return hosts, reports
+
+    def _apply(
+        self, host_filter: HostFilter, hosts: list[HostState], context: SchedulingContext
+    ) -> tuple[list[HostState], FilterReport]:
+        passed: list[HostState] = []
+        rejected: list[RejectedHost] = []
+        rejections = 0
+        for host in hosts:
+            verdict = host_filter.verdict(host, context)
+            if verdict.passed:
+                passed.append(host)
+                continue
+            rejections += 1
+            if len(rejected) < self.max_rejections:
+                rejected.append(RejectedHost(host=host.name, uuid=host.uuid, reason=verdict.reason))
+        report = FilterReport(
+            name=host_filter.name,
+            hosts_in=len(hosts),
+            hosts_out=len(passed),
+            rejected=rejected,
+            rejected_not_listed=rejections - len(rejected),
+        )
+        return passed, report
+
+    def weigh(self, hosts: list[HostState], context: SchedulingContext) -> list[WeighedHost]:
+        """The hosts, best first (ties keep Placement's order)."""
+        if not hosts:
+            return []
+        columns: list[list[Term]] = []
+        for enabled in self.weighers:
+            raw = [enabled.plugin.raw_weight(host, context) for host in hosts]
+            columns.append(
+                [
+                    Term(enabled.plugin.name, value, scaled, enabled.multiplier)
+                    for value, scaled in zip(raw, normalise(raw), strict=True)
+                ]
+            )
+        weighed = []
+        for index, host in enumerate(hosts):
+            terms = tuple(column[index] for column in columns)
+            weighed.append(WeighedHost(host, sum(t.weighted for t in terms), terms))
+        weighed.sort(key=lambda entry: entry.total, reverse=True)
+        return weighed
+
+
+def _check_known(kind: str, names: Sequence[str], known: dict[str, object]) -> None:
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UnknownPluginError(
+            f"unknown {kind} {', '.join(unknown)}; available: {', '.join(sorted(known))}"
+        )

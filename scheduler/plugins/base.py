@@ -1,0 +1,50 @@
+"""The two plugin interfaces: a filter gives a verdict with a reason, a weigher a raw number.
+
+Filters and weighers are small stateless classes. The pipeline decides order,
+normalisation, multipliers and the explanation; plugins only judge one host.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from scheduler.context import SchedulingContext
+from scheduler.host_state import HostState
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    passed: bool
+    reason: str = ""
+
+
+PASS = Verdict(passed=True)
+
+
+def reject(reason: str) -> Verdict:
+    return Verdict(passed=False, reason=reason)
+
+
+class HostFilter(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    # Forced hosts skip filters, except the ones that say which hosts are forced or ignored.
+    runs_on_forced_hosts: ClassVar[bool] = False
+    # Instance counts cost a Placement read per host; only fetched when a plugin needs them.
+    needs_instance_counts: ClassVar[bool] = False
+
+    @abstractmethod
+    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict: ...
+
+
+class HostWeigher(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    # Resource weighers flip sign when the strategy is "pack".
+    follows_strategy: ClassVar[bool] = False
+    needs_instance_counts: ClassVar[bool] = False
+
+    @abstractmethod
+    def raw_weight(self, host: HostState, context: SchedulingContext) -> float: ...

@@ -1,0 +1,44 @@
+"""Flavor extra specs against the metadata of the host's aggregates.
+
+Keys scoped ``aggregate_instance_extra_specs:`` and unscoped keys are checked;
+other scoped keys (``resources:``, ``trait:``, ``hw:``...) and
+``group_policy`` belong to someone else. A value may carry an operator, see
+``extra_specs_ops``. Aggregate metadata comes from ``settings.aggregates``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from scheduler.context import SchedulingContext
+from scheduler.host_state import HostState
+from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+from scheduler.plugins.extra_specs_ops import satisfies
+
+SCOPE = "aggregate_instance_extra_specs"
+_NOT_AGGREGATE_KEYS = {"group_policy"}
+
+
+def aggregate_requirements(extra_specs: dict[str, str]) -> Iterator[tuple[str, str]]:
+    for key, requirement in extra_specs.items():
+        scope, colon, rest = key.partition(":")
+        if colon and scope != SCOPE:
+            continue
+        name = rest if colon else key
+        if name not in _NOT_AGGREGATE_KEYS:
+            yield name, requirement
+
+
+class AggregateExtraSpecsFilter(HostFilter):
+    name = "aggregate_extra_specs"
+    description = "Keeps hosts whose aggregate metadata satisfies the flavor's extra specs."
+
+    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+        for key, requirement in aggregate_requirements(dict(context.extra_specs)):
+            values = host.aggregate_metadata.get(key)
+            if not values:
+                return reject(f"aggregate metadata: no {key} (flavor wants {requirement!r})")
+            if not any(satisfies(value, requirement) for value in values):
+                shown = ",".join(sorted(values))
+                return reject(f"aggregate metadata: {key}={shown} does not match {requirement!r}")
+        return PASS

@@ -1,0 +1,19 @@
+"""A disabled compute service marks its root provider with ``COMPUTE_STATUS_DISABLED``."""
+
+from __future__ import annotations
+
+from scheduler.context import SchedulingContext
+from scheduler.host_state import HostState
+from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+
+DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
+
+
+class ComputeEnabledFilter(HostFilter):
+    name = "compute_enabled"
+    description = f"Removes hosts whose root provider has the {DISABLED_TRAIT} trait."
+
+    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+        if DISABLED_TRAIT in host.traits:
+            return reject(f"compute disabled: host has trait {DISABLED_TRAIT}")
+        return PASS

@@ -1,0 +1,23 @@
+"""Server group with policy ``affinity``: once a member is placed, every other
+member goes to a host that already has one."""
+
+from __future__ import annotations
+
+from scheduler.context import SchedulingContext
+from scheduler.host_state import HostState
+from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+from scheduler.spec import GroupPolicy
+
+
+class ServerGroupAffinityFilter(HostFilter):
+    name = "server_group_affinity"
+    description = "Keeps hosts that already run a member of the request's affinity group."
+
+    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+        group = context.group
+        if group is None or group.policy != GroupPolicy.AFFINITY:
+            return PASS
+        occupied = {h for h, members in context.group_hosts.items() if members > 0}
+        if not occupied or host.uuid in occupied:
+            return PASS
+        return reject(f"affinity: group {group.label} is on {context.names_of(occupied)}")

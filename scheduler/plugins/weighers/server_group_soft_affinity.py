@@ -1,0 +1,19 @@
+"""``soft-affinity`` groups prefer hosts with more members already."""
+
+from __future__ import annotations
+
+from scheduler.context import SchedulingContext
+from scheduler.host_state import HostState
+from scheduler.plugins.base import HostWeigher
+from scheduler.spec import GroupPolicy
+
+
+class ServerGroupSoftAffinityWeigher(HostWeigher):
+    name = "server_group_soft_affinity"
+    description = "For soft-affinity groups, each member already on the host weighs more."
+
+    def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
+        group = context.group
+        if group is None or group.policy != GroupPolicy.SOFT_AFFINITY:
+            return 0.0
+        return float(context.group_hosts.get(host.uuid, 0))

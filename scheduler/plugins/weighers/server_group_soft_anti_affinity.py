@@ -1,0 +1,19 @@
+"""``soft-anti-affinity`` groups prefer hosts with fewer members."""
+
+from __future__ import annotations
+
+from scheduler.context import SchedulingContext
+from scheduler.host_state import HostState
+from scheduler.plugins.base import HostWeigher
+from scheduler.spec import GroupPolicy
+
+
+class ServerGroupSoftAntiAffinityWeigher(HostWeigher):
+    name = "server_group_soft_anti_affinity"
+    description = "For soft-anti-affinity groups, each member already on the host weighs less."
+
+    def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
+        group = context.group
+        if group is None or group.policy != GroupPolicy.SOFT_ANTI_AFFINITY:
+            return 0.0
+        return -float(context.group_hosts.get(host.uuid, 0))

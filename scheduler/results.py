@@ -1,0 +1,87 @@
+"""Wire models of the scheduler service's answers (and the release request)."""
+
+from __future__ import annotations
+
+import uuid
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scheduler.client import AllocationRequest, ProviderAllocation
+from scheduler.explain import Explanation
+
+
+class ProviderRef(BaseModel):
+    uuid: str
+    name: str
+
+
+class Alternate(BaseModel):
+    provider: ProviderRef
+    allocation_request: AllocationRequest
+
+
+class Selection(BaseModel):
+    consumer_uuid: str
+    provider: ProviderRef
+    allocations: dict[str, ProviderAllocation] = Field(
+        description="What was written to Placement for the consumer, by provider uuid."
+    )
+    mappings: dict[str, list[str]] = Field(default_factory=dict)
+    alternates: list[Alternate] = Field(default_factory=list)
+
+
+class ScheduleResponse(BaseModel):
+    selections: list[Selection]
+    explanation: Explanation
+
+
+class ReleaseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    consumer_uuids: list[uuid.UUID] = Field(min_length=1)
+
+
+class ReleaseResponse(BaseModel):
+    released: list[str]
+    not_found: list[str]
+
+
+class ErrorEntry(BaseModel):
+    status: int
+    title: str
+    detail: str
+    code: str
+    request_id: str
+
+
+class ErrorBody(BaseModel):
+    errors: list[ErrorEntry]
+
+
+class NoValidHostBody(ErrorBody):
+    explanation: Explanation
+
+
+class PluginInfo(BaseModel):
+    name: str
+    description: str
+    position: int
+
+
+class FilterInfo(PluginInfo):
+    runs_on_forced_hosts: bool
+
+
+class WeigherInfo(PluginInfo):
+    multiplier: float = Field(description="Effective multiplier, sign of the strategy included.")
+
+
+class FiltersResponse(BaseModel):
+    enabled: list[FilterInfo]
+    available: list[str]
+
+
+class WeighersResponse(BaseModel):
+    strategy: str
+    enabled: list[WeigherInfo]
+    available: list[str]

@@ -1,0 +1,156 @@
+"""Scheduler configuration (env prefix ``PLACEMENT_SCHEDULER_``, optional YAML file).
+
+Precedence, highest first: values passed in code (the CLI's options), the
+environment, the YAML file named by ``config_file`` /
+``PLACEMENT_SCHEDULER_CONFIG_FILE``, then the defaults below. Lists may be
+given in the environment as comma-separated names; mappings as JSON.
+
+Host metadata that Nova keeps in its own database is configured here:
+``aggregates`` maps Placement aggregate uuids to an availability zone and
+free-form metadata. Which providers belong to an aggregate is read from
+Placement, so the operator manages membership in one place.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+ENV_PREFIX = "PLACEMENT_SCHEDULER_"
+DEFAULT_PORT = 8779
+
+DEFAULT_FILTERS = [
+    "ignore_hosts",
+    "force_hosts",
+    "availability_zone",
+    "compute_enabled",
+    "image_properties",
+    "same_host",
+    "different_host",
+    "server_group_affinity",
+    "server_group_anti_affinity",
+    "aggregate_extra_specs",
+]
+DEFAULT_WEIGHERS = [
+    "ram",
+    "cpu",
+    "disk",
+    "instance_count",
+    "server_group_soft_affinity",
+    "server_group_soft_anti_affinity",
+]
+# Instance counts cost one Placement read per host, so they weigh nothing
+# unless an operator asks for them.
+DEFAULT_MULTIPLIERS = {"instance_count": 0.0}
+
+CommaList = Annotated[list[str], NoDecode]
+
+
+class AggregateConfig(BaseModel):
+    """What the scheduler knows about one Placement aggregate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    availability_zone: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class SchedulerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+
+    config_file: Path | None = Field(default=None, description="YAML file of these settings.")
+    api_url: str = Field(default="http://127.0.0.1:8778", description="Placement API root.")
+    token: str = Field(default="admin", description="Sent as x-auth-token to Placement.")
+    host: str = "127.0.0.1"
+    port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
+    request_timeout: float = Field(default=30.0, gt=0)
+    max_allocation_candidates: int = Field(
+        default=1000, ge=1, description="The `limit` sent to GET /allocation_candidates."
+    )
+    host_subset_size: int = Field(
+        default=1, ge=1, description="Choose at random among this many best hosts."
+    )
+    max_attempts: int = Field(
+        default=3, ge=1, description="Hosts per instance: the selection plus alternates."
+    )
+    claim_attempts: int = Field(
+        default=5, ge=1, description="Hosts tried per instance when claims lose races."
+    )
+    enabled_filters: CommaList = Field(default_factory=lambda: list(DEFAULT_FILTERS))
+    enabled_weighers: CommaList = Field(default_factory=lambda: list(DEFAULT_WEIGHERS))
+    weigher_multipliers: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_MULTIPLIERS),
+        description="Multiplier per weigher name; 1.0 when absent.",
+    )
+    strategy: Literal["spread", "pack"] = Field(
+        default="spread",
+        description="spread prefers hosts with the most free resources, pack the fewest.",
+    )
+    max_instances_per_host: int = Field(default=50, ge=1)
+    default_availability_zone: str = "nova"
+    aggregates: dict[str, AggregateConfig] = Field(default_factory=dict)
+    provider_cache_seconds: float = Field(
+        default=60.0, ge=0, description="How long provider names, aggregates and counts are kept."
+    )
+    consumer_type: str = Field(default="INSTANCE", pattern=r"^[A-Z0-9_]+$")
+    default_project_id: str = "scheduler"
+    default_user_id: str = "scheduler"
+    explain_max_rejections: int = Field(
+        default=25, ge=0, description="Rejected hosts listed per filter in an explanation."
+    )
+    explain_top_hosts: int = Field(
+        default=5, ge=1, description="Weighed hosts listed per instance in an explanation."
+    )
+
+    @field_validator("enabled_filters", "enabled_weighers", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = _named_config_file(init_settings)
+        if config_file is not None:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
+        return tuple(sources)
+
+
+def _named_config_file(init_settings: PydanticBaseSettingsSource) -> Path | None:
+    named: object = None
+    if isinstance(init_settings, InitSettingsSource):
+        named = init_settings.init_kwargs.get("config_file")
+    named = named or os.environ.get(f"{ENV_PREFIX}CONFIG_FILE")
+    if not named:
+        return None
+    path = Path(str(named))
+    if not path.is_file():
+        raise FileNotFoundError(f"scheduler config file {path} does not exist")
+    return path
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> SchedulerSettings:
+    return SchedulerSettings()

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
+from placement_api.http_protocol import PlacementHttpProtocol
 from placement_api.settings import get_settings
 
 app = typer.Typer(help="Placement API service.", no_args_is_help=True, add_completion=False)
@@ -53,6 +54,7 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
+        http=PlacementHttpProtocol,
     )
 
 

@@ -78,45 +78,84 @@ class TraitFilter:
         return not self.any_of and not self.forbidden
 
 
-def parse_required(values: list[str], version: Version, *, param: str = "required") -> TraitFilter:
-    """Parse one or more ``required`` values (repeats AND together from 1.39)."""
+_ANY_TRAITS_FORM = "in:HW_CPU_X86_VMX,CUSTOM_MAGIC"
+
+
+def _parse_any_traits(value: str, version: Version) -> frozenset[str]:
+    """``in:A,B`` (1.39+): one OR-group of required traits."""
+    if not version.has("any_traits"):
+        raise errors.BadRequest(
+            f"Invalid query string parameters: The format '{_ANY_TRAITS_FORM}' only supported "
+            f"since microversion 1.39. Got: {value}"
+        )
+    names = frozenset(name.strip() for name in value[3:].split(","))
+    if not all(names):
+        raise errors.BadRequest(
+            "Invalid query string parameters: Expected 'required' parameter value of the form: "
+            f"{_ANY_TRAITS_FORM}. Got an empty trait in: {value}"
+        )
+    if any(name.startswith("!") for name in names):
+        raise errors.BadRequest(
+            f"Invalid query string parameters: The format '{_ANY_TRAITS_FORM}' does not "
+            f"support forbidden traits. Got: {value}"
+        )
+    return names
+
+
+def _parse_all_traits(value: str, version: Version) -> tuple[list[frozenset[str]], set[str]]:
+    """``A,!B``: each plain name is required on its own, each ``!name`` forbidden (1.22+)."""
     allow_forbidden = version.has("forbidden_traits")
-    form = "HW_CPU_X86_VMX,!CUSTOM_MAGIC" if allow_forbidden else "HW_CPU_X86_VMX,CUSTOM_MAGIC"
+    names = [name.strip() for name in value.split(",")]
+    # As upstream does, any run of leading "!" marks a single forbidden trait.
+    forbidden = {name.lstrip("!") for name in names if name.startswith("!")}
+    if not all(names) or not all(forbidden):
+        form = "HW_CPU_X86_VMX,!CUSTOM_MAGIC" if allow_forbidden else "HW_CPU_X86_VMX,CUSTOM_MAGIC"
+        raise errors.BadRequest(
+            "Invalid query string parameters: Expected 'required' parameter value of the form: "
+            f"{form}. Got an empty trait in: {value}"
+        )
+    if forbidden and not allow_forbidden:
+        raise errors.BadRequest(
+            "Invalid query string parameters: Expected 'required' parameter value of the form: "
+            f"HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {value}"
+        )
+    required = [frozenset([name]) for name in names if not name.startswith("!")]
+    return required, forbidden
+
+
+def conflicting_traits(traits: TraitFilter, param: str = "required") -> list[str]:
+    """``param: (A, B)`` for each OR-group whose every trait is also forbidden."""
+    return [
+        f"{param}: ({', '.join(sorted(group))})"
+        for group in traits.any_of
+        if group <= traits.forbidden
+    ]
+
+
+def parse_required(
+    values: list[str], version: Version, *, param: str = "required", check_conflicts: bool = True
+) -> TraitFilter:
+    """Parse the ``required`` values of one request group.
+
+    Before 1.39 only the last of repeated values counts; from 1.39 they AND
+    together. ``check_conflicts`` refuses a group that requires a trait it
+    also forbids (allocation candidates do; ``GET /resource_providers`` does not).
+    """
+    if not version.has("any_traits"):
+        values = values[-1:]
     result = TraitFilter()
     for value in values:
         if value.startswith("in:"):
-            if not version.has("any_traits"):
-                raise errors.BadRequest(
-                    f"Invalid query string parameters: The format '{value}' only supported "
-                    "since microversion 1.39."
-                )
-            names = [n.strip() for n in value[3:].split(",")]
-            if not all(names) or any(n.startswith("!") for n in names):
-                raise errors.BadRequest(
-                    f"Invalid query string parameters: Expected '{param}' parameter value of "
-                    f"the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {value}"
-                )
-            result.any_of.append(frozenset(names))
+            result.any_of.append(_parse_any_traits(value, version))
             continue
-        names = [n.strip() for n in value.split(",")]
-        bad = not all(names) or any(n.startswith("!") and not allow_forbidden for n in names)
-        if bad or any(n == "!" for n in names):
-            raise errors.BadRequest(
-                f"Invalid query string parameters: Expected '{param}' parameter value of "
-                f"the form: {form}. Got: {value}"
-            )
-        for name in names:
-            if name.startswith("!"):
-                result.forbidden.add(name[1:])
-            else:
-                result.any_of.append(frozenset([name]))
-    conflicting = {
-        n for group in result.any_of if len(group) == 1 for n in group
-    } & result.forbidden
-    if conflicting:
+        required, forbidden = _parse_all_traits(value, version)
+        result.any_of.extend(required)
+        result.forbidden |= forbidden
+    conflicts = conflicting_traits(result, param) if check_conflicts else []
+    if conflicts:
         raise errors.BadRequest(
             "Conflicting required and forbidden traits found in the following traits keys: "
-            f"{param}: ({', '.join(sorted(conflicting))})"
+            + ", ".join(sorted(conflicts))
         )
     return result
 
@@ -140,34 +179,41 @@ def is_uuid(text: str) -> bool:
     return True
 
 
-def parse_member_of(values: list[str], version: Version) -> AggregateFilter:
-    result = AggregateFilter()
+def _parse_member_of_value(value: str) -> tuple[frozenset[str], frozenset[str]]:
+    """One ``member_of`` value -> (any-of aggregates, forbidden aggregates)."""
+    if "," in value and not value.startswith(("in:", "!in:")):
+        raise errors.BadRequest(
+            "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' "
+            f"keyword using the valid microversion. Got: {value}"
+        )
+    forbidden = value.startswith("!")
+    body = value[1:] if forbidden else value
+    uuids = body[3:].split(",") if body.startswith("in:") else [body]
+    invalid = next((u for u in uuids if not is_uuid(u)), None)
+    if invalid is not None:
+        raise errors.BadRequest(
+            "Invalid query string parameters: Expected 'member_of' parameter to contain "
+            f"valid UUID(s). Got: {invalid}"
+        )
+    group = frozenset(uuids)
+    return (frozenset(), group) if forbidden else (group, frozenset())
+
+
+def parse_member_of(
+    values: list[str], version: Version, *, param: str = "member_of"
+) -> AggregateFilter:
+    """Parse the ``member_of`` values of one request group (repeats AND from 1.24)."""
     if len(values) > 1 and not version.has("member_of_repeated"):
-        raise errors.BadRequest("Multiple member_of parameters are not supported")
+        raise errors.BadRequest(f"Multiple {param} parameters are not supported")
+    result = AggregateFilter()
     for value in values:
-        forbidden = value.startswith("!")
+        any_of, forbidden = _parse_member_of_value(value)
+        if any_of:
+            result.any_of.append(any_of)
         if forbidden:
             if not version.has("forbidden_aggregates"):
                 raise errors.BadRequest(
-                    "Forbidden member_of parameters are not supported in the specified microversion"
+                    f"Forbidden {param} parameters are not supported in the specified microversion"
                 )
-            value = value[1:]
-        any_prefix = value.startswith("in:")
-        if any_prefix:
-            value = value[3:]
-        uuids = value.split(",")
-        if not all(is_uuid(u) for u in uuids):
-            raise errors.BadRequest(
-                "Invalid query string parameters: Expected 'member_of' parameter to contain "
-                "valid UUID(s)."
-            )
-        if len(uuids) > 1 and not any_prefix:
-            raise errors.BadRequest(
-                "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' "
-                "keyword using the valid microversion."
-            )
-        if forbidden:
-            result.forbidden.update(uuids)
-        else:
-            result.any_of.append(frozenset(uuids))
+            result.forbidden |= forbidden
     return result

@@ -55,11 +55,15 @@ class Claimer:
                 consumer_type=self._consumer_type,
             )
             if outcome.claimed:
-                result.attempts.append(ClaimAttempt(host=host.name, uuid=host.uuid, outcome="claimed"))
+                result.attempts.append(
+                    ClaimAttempt(host=host.name, uuid=host.uuid, outcome="claimed")
+                )
                 result.host, result.request = host, request
                 return result
             result.attempts.append(
-                ClaimAttempt(host=host.name, uuid=host.uuid, outcome="conflict", detail=outcome.detail)
+                ClaimAttempt(
+                    host=host.name, uuid=host.uuid, outcome="conflict", detail=outcome.detail
+                )
             )
         return result
 

@@ -8,7 +8,6 @@ that would exceed a provider's capacity.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -182,7 +181,7 @@ class PlacementClient:
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             return await self._http.request(method, path, **kwargs)
-        except (httpx.HTTPError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, httpx.HTTPError) as exc:
             raise PlacementError(method, path, None, f"{type(exc).__name__}: {exc}") from exc
 
     @staticmethod

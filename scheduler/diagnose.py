@@ -54,7 +54,10 @@ async def _unnumbered_constraints(client: PlacementClient, group: RequestGroup) 
         for trait in sorted(group.required)
     ]
     probes += [
-        ([("required", f"!{trait}")], f"every provider with room for {resources} has forbidden trait {trait}")
+        (
+            [("required", f"!{trait}")],
+            f"every provider with room for {resources} has forbidden trait {trait}",
+        )
         for trait in sorted(group.forbidden)
     ]
     probes += [
@@ -66,6 +69,9 @@ async def _unnumbered_constraints(client: PlacementClient, group: RequestGroup) 
     ]
     if group.in_tree:
         probes.append(
-            ([("in_tree", group.in_tree)], f"the tree of provider {group.in_tree} has no room for {resources}")
+            (
+                [("in_tree", group.in_tree)],
+                f"the tree of provider {group.in_tree} has no room for {resources}",
+            )
         )
     return [finding for extra, finding in probes if not await _any(client, base + extra)]

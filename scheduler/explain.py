@@ -60,6 +60,9 @@ class ClaimAttempt(BaseModel):
 class InstanceExplanation(BaseModel):
     consumer_uuid: str
     hosts_considered: int
+    hosts_with_room: int = Field(
+        default=0, description="Candidate hosts still with room after earlier instances."
+    )
     capacity_rejected: list[RejectedHost] = Field(
         default_factory=list,
         description="Hosts with no room left after earlier instances of this request.",
@@ -113,10 +116,7 @@ def emptied_by_capacity(rejected: list[RejectedHost], limit: int = 3) -> str:
     listed = "; ".join(f"{r.host}: {r.reason}" for r in rejected[:limit])
     more = len(rejected) - limit
     suffix = f"; and {more} more" if more > 0 else ""
-    return (
-        "earlier instances of this request used up every candidate host "
-        f"({listed}{suffix})"
-    )
+    return f"earlier instances of this request used up every candidate host ({listed}{suffix})"
 
 
 def no_valid_host_message(explanation: Explanation, instances: int) -> str:
@@ -128,5 +128,7 @@ def no_valid_host_message(explanation: Explanation, instances: int) -> str:
         where = f" for instance {failure.instance_index + 1} of {instances}"
     released = ""
     if explanation.released:
-        released = f" Claims already made for {len(explanation.released)} instance(s) were released."
+        released = (
+            f" Claims already made for {len(explanation.released)} instance(s) were released."
+        )
     return f"No valid host was found{where}: {failure.reason}.{released}"

@@ -9,7 +9,7 @@ spreading. A weigher with multiplier 0 is not run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduler.context import SchedulingContext
@@ -175,7 +175,7 @@ class Pipeline:
         return weighed
 
 
-def _check_known(kind: str, names: Sequence[str], known: dict[str, object]) -> None:
+def _check_known(kind: str, names: Sequence[str], known: Mapping[str, object]) -> None:
     unknown = [name for name in names if name not in known]
     if unknown:
         raise UnknownPluginError(

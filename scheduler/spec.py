@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal, Self
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -21,7 +22,7 @@ ResourceClassName = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9_]+$", ma
 TraitName = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9_]+$", max_length=255)]
 GroupSuffix = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
 Amount = Annotated[int, Field(ge=1)]
-AnyOfAggregates = Annotated[list[uuid.UUID], Field(min_length=1)]
+AnyOfAggregates = Annotated[list[UUID], Field(min_length=1)]
 
 MAX_INSTANCES_PER_REQUEST = 1000
 
@@ -41,10 +42,10 @@ class ServerGroupHint(StrictModel):
     """A server group. ``members`` are consumers already in the group that the
     caller knows of; the scheduler adds the ones it placed itself."""
 
-    uuid: uuid.UUID
+    uuid: UUID
     policy: GroupPolicy
     name: str | None = Field(default=None, description="Used in explanations.")
-    members: list[uuid.UUID] = Field(default_factory=list)
+    members: list[UUID] = Field(default_factory=list)
     max_server_per_host: int = Field(
         default=1, ge=1, description="For anti-affinity: members allowed on one host."
     )
@@ -55,10 +56,10 @@ class ServerGroupHint(StrictModel):
 
 
 class Hints(StrictModel):
-    same_host: list[uuid.UUID] = Field(
+    same_host: list[UUID] = Field(
         default_factory=list, description="Go to a host running one of these consumers."
     )
-    different_host: list[uuid.UUID] = Field(
+    different_host: list[UUID] = Field(
         default_factory=list, description="Avoid hosts running any of these consumers."
     )
     group: ServerGroupHint | None = None
@@ -83,7 +84,7 @@ class GranularGroup(StrictModel):
     required_traits: list[TraitName] = Field(default_factory=list)
     forbidden_traits: list[TraitName] = Field(default_factory=list)
     member_of: list[AnyOfAggregates] = Field(default_factory=list)
-    in_tree: uuid.UUID | None = None
+    in_tree: UUID | None = None
 
 
 class ImageProperties(BaseModel):
@@ -106,7 +107,7 @@ class ScheduleRequest(StrictModel):
     granular_groups: list[GranularGroup] = Field(default_factory=list)
     group_policy: Literal["none", "isolate"] | None = None
     num_instances: int | None = Field(default=None, ge=1, le=MAX_INSTANCES_PER_REQUEST)
-    consumer_uuids: list[uuid.UUID] = Field(
+    consumer_uuids: list[UUID] = Field(
         default_factory=list, description="One per instance; generated when absent."
     )
     project_id: str | None = Field(default=None, min_length=1, max_length=255)
@@ -187,9 +188,7 @@ def resource_request(spec: ScheduleRequest, in_tree: str | None = None) -> Resou
     return ResourceRequest(groups=tuple(groups), group_policy=policy)
 
 
-def _granular(
-    spec: ScheduleRequest, from_flavor: tuple[RequestGroup, ...]
-) -> list[RequestGroup]:
+def _granular(spec: ScheduleRequest, from_flavor: tuple[RequestGroup, ...]) -> list[RequestGroup]:
     explicit = [
         RequestGroup(
             suffix=group.suffix,
@@ -211,7 +210,9 @@ def _granular(
     return groups
 
 
-def _reject_contradiction(suffix: str, required: set[str] | frozenset[str], forbidden: set[str] | frozenset[str]) -> None:
+def _reject_contradiction(
+    suffix: str, required: set[str] | frozenset[str], forbidden: set[str] | frozenset[str]
+) -> None:
     both = sorted(set(required) & set(forbidden))
     if both:
         where = f"group {suffix!r}" if suffix else "the request"

@@ -55,6 +55,21 @@ async def trait_ids(session: AsyncSession, names: Iterable[str]) -> dict[str, in
     return found
 
 
+async def filter_trait_ids(session: AsyncSession, traits: TraitFilter) -> dict[str, int]:
+    """Map the names of a trait filter to ids, reporting unknown names as upstream does:
+    the first unknown required trait alone, else every unknown forbidden trait."""
+    rows = await session.execute(select(Trait.name, Trait.id).where(Trait.name.in_(traits.names)))
+    found = {name: trait_id for name, trait_id in rows.tuples()}
+    for group in traits.any_of:
+        unknown = sorted(group - found.keys())
+        if unknown:
+            raise errors.BadRequest(f"No such trait(s): {unknown[0]}.")
+    missing = sorted(traits.forbidden - found.keys())
+    if missing:
+        raise errors.BadRequest(f"No such trait(s): {', '.join(missing)}.")
+    return found
+
+
 def with_capacity(
     amounts: Mapping[int, int], provider_id: ProviderIdColumn = ResourceProvider.id
 ) -> ColumnElement[bool]:

@@ -263,11 +263,17 @@ async def list_providers(session: AsyncSession, query: ProviderQuery) -> list[Pr
         statement = statement.where(provider_filters.in_tree_of(query.in_tree))
     if query.member_of is not None:
         statement = statement.where(provider_filters.with_aggregates(query.member_of))
+    # Traits before resources: an unknown trait is reported ahead of an unknown class.
+    if query.required is not None and not query.required.is_empty():
+        try:
+            ids = await provider_filters.filter_trait_ids(session, query.required)
+        except errors.BadRequest as exc:
+            raise errors.BadRequest(
+                f'Invalid trait(s) in "required" parameter: {exc.detail}'
+            ) from exc
+        statement = statement.where(provider_filters.with_traits(query.required, ids))
     if query.resources:
         class_ids = await provider_filters.resource_class_ids(session, query.resources)
         amounts = {class_ids[name]: amount for name, amount in query.resources.items()}
         statement = statement.where(provider_filters.with_capacity(amounts))
-    if query.required is not None and not query.required.is_empty():
-        ids = await provider_filters.trait_ids(session, query.required.names)
-        statement = statement.where(provider_filters.with_traits(query.required, ids))
     return await run_query(session, statement)

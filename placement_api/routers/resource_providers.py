@@ -43,10 +43,12 @@ def _list_query(request: Request, version: Version) -> ProviderQuery:
         uuid=params.get("uuid"),
         in_tree=params.get("in_tree"),
         member_of=querystring.parse_member_of(member_of, version) if member_of else None,
+        required=querystring.parse_required(required, version, check_conflicts=False)
+        if required
+        else None,
         resources=querystring.parse_resources(params["resources"])
         if "resources" in params
         else None,
-        required=querystring.parse_required(required, version) if required else None,
     )
 
 

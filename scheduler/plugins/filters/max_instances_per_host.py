@@ -18,6 +18,4 @@ class MaxInstancesPerHostFilter(HostFilter):
         count = host.num_instances or 0
         if count < context.max_instances_per_host:
             return PASS
-        return reject(
-            f"max instances: {count} on host, limit is {context.max_instances_per_host}"
-        )
+        return reject(f"max instances: {count} on host, limit is {context.max_instances_per_host}")

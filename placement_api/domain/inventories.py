@@ -1,0 +1,303 @@
+"""A provider's inventories: read, add, change, replace and remove them.
+
+Every write first bumps the provider's generation — a compare-and-swap
+against the generation the client sent, when the request carries one. That
+UPDATE takes the provider's row lock, so from then on writers of the same
+provider (inventory and allocation writers alike) run one at a time and the
+usage read here (``inventories.used``, kept by allocation writes) is
+current. Lock order: the provider row, then its inventory rows. Any error
+raised after the bump rolls the whole transaction back, bump included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from placement_api import errors
+from placement_api.db.models import Inventory, ResourceClass
+from placement_api.domain import providers, resource_classes
+from placement_api.domain.capacity import InventoryLimits, fits
+from placement_api.domain.generations import bump_provider_generation, now
+from placement_api.domain.providers import ProviderRecord
+from placement_api.rendering import newest
+
+
+@dataclass(frozen=True)
+class InventoryRecord:
+    id: int
+    resource_class: str
+    limits: InventoryLimits
+    used: int
+    created_at: datetime
+    updated_at: datetime | None
+
+    @property
+    def last_modified(self) -> datetime | None:
+        return newest(self.created_at, self.updated_at)
+
+
+@dataclass(frozen=True)
+class ProviderInventory:
+    """A provider's inventories by class name, and its generation when read."""
+
+    generation: int
+    inventories: dict[str, InventoryRecord]
+
+    @property
+    def last_modified(self) -> datetime | None:
+        return newest(*(record.last_modified for record in self.inventories.values()))
+
+
+async def _load(
+    session: AsyncSession, provider_id: int, *, lock: bool = False
+) -> dict[str, InventoryRecord]:
+    query = (
+        select(
+            Inventory.id,
+            ResourceClass.name,
+            Inventory.total,
+            Inventory.reserved,
+            Inventory.min_unit,
+            Inventory.max_unit,
+            Inventory.step_size,
+            Inventory.allocation_ratio,
+            Inventory.used,
+            Inventory.created_at,
+            Inventory.updated_at,
+        )
+        .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
+        .where(Inventory.resource_provider_id == provider_id)
+        .order_by(ResourceClass.id)
+    )
+    if lock:
+        query = query.with_for_update(of=Inventory)
+    records = {}
+    for row in await session.execute(query):
+        records[row.name] = InventoryRecord(
+            id=row.id,
+            resource_class=row.name,
+            limits=InventoryLimits(
+                total=row.total,
+                reserved=row.reserved,
+                min_unit=row.min_unit,
+                max_unit=row.max_unit,
+                step_size=row.step_size,
+                allocation_ratio=row.allocation_ratio,
+            ),
+            used=row.used,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+    return records
+
+
+async def read(session: AsyncSession, uuid: str) -> ProviderInventory:
+    provider = await providers.get(session, uuid)
+    return ProviderInventory(provider.generation, await _load(session, provider.id))
+
+
+async def read_one(session: AsyncSession, uuid: str, resource_class: str) -> tuple[int, InventoryRecord]:
+    """The provider's generation and its inventory of one class."""
+    current = await read(session, uuid)
+    record = current.inventories.get(resource_class)
+    if record is None:
+        raise errors.NotFound(f"No inventory of class {resource_class} for {uuid}")
+    return current.generation, record
+
+
+def _check_capacity(
+    uuid: str, resource_class: str, limits: InventoryLimits, *, action: str, reserved_may_equal_total: bool
+) -> None:
+    """Refuse an inventory that leaves nothing to allocate (or less than nothing, from 1.26)."""
+    capacity = int(limits.capacity)
+    if capacity > 0 or (reserved_may_equal_total and capacity == 0):
+        return
+    relation = "greater than" if reserved_may_equal_total else "greater than or equal to"
+    raise errors.BadRequest(
+        f"Unable to {action} inventory for resource provider {uuid}: Invalid inventory for "
+        f"'{resource_class}' on resource provider '{uuid}'. The reserved value is {relation} total."
+    )
+
+
+def _in_use(prefix: str, uuid: str, classes: Iterable[str], reason: str = "") -> errors.Conflict:
+    names = ", ".join(classes)
+    return errors.Conflict(
+        f"{prefix}Inventory for '{names}' on resource provider '{uuid}' in use.{reason}",
+        code=errors.INVENTORY_INUSE,
+    )
+
+
+def _refuse_removal_in_use(prefix: str, uuid: str, records: Iterable[InventoryRecord]) -> None:
+    in_use = [record.resource_class for record in records if record.used > 0]
+    if in_use:
+        raise _in_use(prefix, uuid, in_use)
+
+
+async def _insert(
+    session: AsyncSession, provider_id: int, class_id: int, limits: InventoryLimits
+) -> None:
+    await session.execute(
+        insert(Inventory).values(
+            resource_provider_id=provider_id,
+            resource_class_id=class_id,
+            total=limits.total,
+            reserved=limits.reserved,
+            min_unit=limits.min_unit,
+            max_unit=limits.max_unit,
+            step_size=limits.step_size,
+            allocation_ratio=limits.allocation_ratio,
+            used=0,
+            created_at=now(),
+        )
+    )
+
+
+async def _change(
+    session: AsyncSession, uuid: str, record: InventoryRecord, limits: InventoryLimits
+) -> None:
+    """Rewrite an inventory's limits; its usage stays, and must still fit."""
+    if record.used > 0 and not fits(limits, record.used):
+        raise _in_use(
+            "update conflict: ",
+            uuid,
+            [record.resource_class],
+            f" Its usage {record.used} would exceed the new capacity {int(limits.capacity)}.",
+        )
+    await session.execute(
+        update(Inventory)
+        .where(Inventory.id == record.id)
+        .values(
+            total=limits.total,
+            reserved=limits.reserved,
+            min_unit=limits.min_unit,
+            max_unit=limits.max_unit,
+            step_size=limits.step_size,
+            allocation_ratio=limits.allocation_ratio,
+            updated_at=now(),
+        )
+    )
+
+
+async def _remove(session: AsyncSession, records: Iterable[InventoryRecord]) -> None:
+    ids = [record.id for record in records]
+    if ids:
+        await session.execute(delete(Inventory).where(Inventory.id.in_(ids)))
+
+
+async def _lock_provider(
+    session: AsyncSession, uuid: str, generation: int | None
+) -> tuple[ProviderRecord, int]:
+    """The provider, locked and with its generation bumped from ``generation`` when given."""
+    provider = await providers.get(session, uuid)
+    new_generation = await bump_provider_generation(session, provider.id, uuid, generation)
+    return provider, new_generation
+
+
+async def replace_all(
+    session: AsyncSession,
+    uuid: str,
+    *,
+    generation: int,
+    wanted: Mapping[str, InventoryLimits],
+    reserved_may_equal_total: bool,
+) -> ProviderInventory:
+    """Make the provider's inventories exactly ``wanted``: add, change and remove classes."""
+    provider, new_generation = await _lock_provider(session, uuid, generation)
+    for name, limits in wanted.items():
+        _check_capacity(
+            uuid, name, limits, action="update", reserved_may_equal_total=reserved_may_equal_total
+        )
+    class_ids = await resource_classes.ids_by_name(session, wanted)
+    unknown = sorted(set(wanted) - class_ids.keys())
+    if unknown:
+        raise errors.BadRequest(
+            f"Unknown resource class in inventory for resource provider {uuid}: "
+            f"No such resource class {unknown[0]}."
+        )
+    existing = await _load(session, provider.id, lock=True)
+    removed = [record for name, record in existing.items() if name not in wanted]
+    _refuse_removal_in_use("update conflict: ", uuid, removed)
+    await _remove(session, removed)
+    for name, limits in wanted.items():
+        if name in existing:
+            await _change(session, uuid, existing[name], limits)
+        else:
+            await _insert(session, provider.id, class_ids[name], limits)
+    return ProviderInventory(new_generation, await _load(session, provider.id))
+
+
+async def delete_all(session: AsyncSession, uuid: str) -> None:
+    provider, _ = await _lock_provider(session, uuid, None)
+    existing = await _load(session, provider.id, lock=True)
+    _refuse_removal_in_use("", uuid, existing.values())
+    await _remove(session, existing.values())
+
+
+async def add_one(
+    session: AsyncSession,
+    uuid: str,
+    resource_class: str,
+    limits: InventoryLimits,
+    *,
+    reserved_may_equal_total: bool,
+) -> tuple[int, InventoryRecord]:
+    """Add an inventory of a class the provider has none of yet."""
+    provider, new_generation = await _lock_provider(session, uuid, None)
+    failure = f"Unable to create inventory for resource provider {uuid}: "
+    _check_capacity(
+        uuid, resource_class, limits, action="create", reserved_may_equal_total=reserved_may_equal_total
+    )
+    class_id = (await resource_classes.ids_by_name(session, [resource_class])).get(resource_class)
+    if class_id is None:
+        raise errors.BadRequest(failure + f"No such resource class {resource_class}.")
+    if resource_class in await _load(session, provider.id, lock=True):
+        raise errors.Conflict(
+            f"Update conflict: Inventory for '{resource_class}' on resource provider "
+            f"'{uuid}' already exists.",
+            code=errors.CONCURRENT_UPDATE,
+        )
+    await _insert(session, provider.id, class_id, limits)
+    return new_generation, (await _load(session, provider.id))[resource_class]
+
+
+async def update_one(
+    session: AsyncSession,
+    uuid: str,
+    resource_class: str,
+    limits: InventoryLimits,
+    *,
+    generation: int,
+    reserved_may_equal_total: bool,
+) -> tuple[int, InventoryRecord]:
+    """Change the provider's existing inventory of one class."""
+    provider, new_generation = await _lock_provider(session, uuid, generation)
+    _check_capacity(
+        uuid, resource_class, limits, action="update", reserved_may_equal_total=reserved_may_equal_total
+    )
+    if not await resource_classes.ids_by_name(session, [resource_class]):
+        raise resource_classes.not_found(resource_class)
+    existing = (await _load(session, provider.id, lock=True)).get(resource_class)
+    if existing is None:
+        raise errors.BadRequest(
+            f"No inventory record with resource class for resource provider {uuid}: "
+            f"No inventory of class {resource_class} found."
+        )
+    await _change(session, uuid, existing, limits)
+    return new_generation, (await _load(session, provider.id))[resource_class]
+
+
+async def delete_one(session: AsyncSession, uuid: str, resource_class: str) -> None:
+    provider, _ = await _lock_provider(session, uuid, None)
+    missing = f"No inventory of class {resource_class} found for delete"
+    if not await resource_classes.ids_by_name(session, [resource_class]):
+        raise errors.NotFound(f"{missing}: No such resource class {resource_class}.")
+    existing = (await _load(session, provider.id, lock=True)).get(resource_class)
+    if existing is None:
+        raise errors.NotFound(f"{missing} on resource provider {uuid}.")
+    _refuse_removal_in_use(f"Unable to delete inventory of class {resource_class}: ", uuid, [existing])
+    await _remove(session, [existing])

@@ -1,0 +1,215 @@
+"""The scheduler's HTTP service (FastAPI).
+
+``POST /v1/schedule`` answers selections with alternates and the explanation,
+or 409 ``scheduler.no_valid_host`` with the explanation; ``POST /v1/release``
+gives claims back; ``GET /v1/filters`` and ``/v1/weighers`` show what is
+enabled; ``GET /health`` and ``GET /metrics`` are for operators. Errors use
+the Placement error body, with scheduler codes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from http import HTTPStatus
+from typing import Annotated, Any
+
+import httpx
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from scheduler.client import PlacementClient, PlacementError
+from scheduler.engine import NoValidHostError, PlacementRejectedError, Scheduler
+from scheduler.metrics import Metrics
+from scheduler.pipeline import Pipeline
+from scheduler.plugins import FILTERS, WEIGHERS
+from scheduler.results import (
+    ErrorBody,
+    FilterInfo,
+    FiltersResponse,
+    NoValidHostBody,
+    ReleaseRequest,
+    ReleaseResponse,
+    ScheduleResponse,
+    WeigherInfo,
+    WeighersResponse,
+)
+from scheduler.settings import SchedulerSettings, get_settings
+from scheduler.spec import ScheduleRequest
+
+NO_VALID_HOST = "scheduler.no_valid_host"
+INVALID_REQUEST = "scheduler.invalid_request"
+PLACEMENT_REJECTED = "scheduler.placement_rejected"
+PLACEMENT_UNAVAILABLE = "scheduler.placement_unavailable"
+
+
+def _error(status: int, code: str, detail: str, **extra: Any) -> JSONResponse:
+    entry = {
+        "status": status,
+        "title": HTTPStatus(status).phrase,
+        "detail": detail,
+        "code": code,
+        "request_id": f"req-{uuid.uuid4()}",
+    }
+    return JSONResponse({"errors": [entry], **extra}, status_code=status)
+
+
+def _scheduler(request: Request) -> Scheduler:
+    found: Scheduler = request.app.state.scheduler
+    return found
+
+
+def _metrics(request: Request) -> Metrics:
+    found: Metrics = request.app.state.metrics
+    return found
+
+
+SchedulerDep = Annotated[Scheduler, Depends(_scheduler)]
+MetricsDep = Annotated[Metrics, Depends(_metrics)]
+
+
+def create_app(
+    settings: SchedulerSettings | None = None,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
+    settings = settings or get_settings()
+    pipeline = Pipeline.from_settings(settings)  # a bad plugin name stops start-up
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        client = PlacementClient(
+            settings.api_url, settings.token, timeout=settings.request_timeout, transport=transport
+        )
+        app.state.scheduler = Scheduler(settings, client, pipeline=pipeline)
+        try:
+            yield
+        finally:
+            await client.aclose()
+
+    app = FastAPI(
+        title="placement-scheduler",
+        version="1.0",
+        description=(
+            "Chooses hosts for instances from Placement allocation candidates through "
+            "filters and weighers, claims them, and explains every decision."
+        ),
+        lifespan=lifespan,
+    )
+    app.state.metrics = Metrics()
+    _install_error_handlers(app)
+    _add_routes(app, settings, pipeline)
+    return app
+
+
+def _add_routes(app: FastAPI, settings: SchedulerSettings, pipeline: Pipeline) -> None:
+    @app.post(
+        "/v1/schedule",
+        operation_id="schedule",
+        response_model=ScheduleResponse,
+        responses={
+            400: {"model": ErrorBody, "description": "The request is invalid."},
+            409: {"model": NoValidHostBody, "description": "No valid host, with explanation."},
+            502: {"model": ErrorBody, "description": "Placement answered unexpectedly."},
+            503: {"model": ErrorBody, "description": "Placement could not be reached."},
+        },
+    )
+    async def schedule(
+        body: ScheduleRequest, scheduler: SchedulerDep, metrics: MetricsDep
+    ) -> ScheduleResponse | JSONResponse:
+        """Choose a host for each instance, claim it, and explain the decision."""
+        started = time.perf_counter()
+        try:
+            result = await scheduler.schedule(body)
+        except NoValidHostError as exc:
+            metrics.decisions.labels("no_valid_host").inc()
+            if exc.explanation.failure is not None:
+                metrics.no_valid_host.labels(exc.explanation.failure.stage).inc()
+            _count_conflicts(metrics, exc.explanation.instances)
+            explanation = exc.explanation.model_dump(mode="json")
+            return _error(409, NO_VALID_HOST, exc.message, explanation=explanation)
+        finally:
+            metrics.decision_seconds.observe(time.perf_counter() - started)
+        metrics.decisions.labels("placed").inc()
+        metrics.instances.inc(len(result.selections))
+        _count_conflicts(metrics, result.explanation.instances)
+        return result
+
+    @app.post("/v1/release", operation_id="release", response_model=ReleaseResponse)
+    async def release(body: ReleaseRequest, scheduler: SchedulerDep) -> ReleaseResponse:
+        """Give back the consumers' claims (delete their allocations in Placement)."""
+        result = await scheduler.release([str(c) for c in body.consumer_uuids])
+        if result.failed:
+            consumer, why = next(iter(result.failed.items()))
+            raise PlacementError("DELETE", f"/allocations/{consumer}", None, why)
+        return ReleaseResponse(released=result.released, not_found=result.not_found)
+
+    @app.get("/v1/filters", operation_id="list_filters", response_model=FiltersResponse)
+    async def filters() -> FiltersResponse:
+        """The enabled filters in the order they run."""
+        enabled = [
+            FilterInfo(
+                name=f.name,
+                description=f.description,
+                position=i,
+                runs_on_forced_hosts=f.runs_on_forced_hosts,
+            )
+            for i, f in enumerate(pipeline.filters)
+        ]
+        return FiltersResponse(enabled=enabled, available=sorted(FILTERS))
+
+    @app.get("/v1/weighers", operation_id="list_weighers", response_model=WeighersResponse)
+    async def weighers() -> WeighersResponse:
+        """The weighers that count (multiplier not 0) and their effective multipliers."""
+        enabled = [
+            WeigherInfo(
+                name=w.plugin.name,
+                description=w.plugin.description,
+                position=i,
+                multiplier=w.multiplier,
+            )
+            for i, w in enumerate(pipeline.weighers)
+        ]
+        return WeighersResponse(
+            strategy=settings.strategy, enabled=enabled, available=sorted(WEIGHERS)
+        )
+
+    @app.get("/health", operation_id="health")
+    async def health(scheduler: SchedulerDep) -> JSONResponse:
+        """200 when Placement answers, 503 when it does not."""
+        reachable = await scheduler.client.ping()
+        body = {"status": "ok" if reachable else "degraded", "placement_reachable": reachable}
+        return JSONResponse(body, status_code=200 if reachable else 503)
+
+    @app.get("/metrics", operation_id="metrics", response_class=Response)
+    async def metrics(metrics: MetricsDep) -> Response:
+        """Prometheus metrics."""
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def _count_conflicts(metrics: Metrics, instances: list[Any]) -> None:
+    conflicts = sum(1 for i in instances for a in i.claims if a.outcome == "conflict")
+    if conflicts:
+        metrics.claim_conflicts.inc(conflicts)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        detail = f"{where}: {first['msg']}" if where else str(first["msg"])
+        return _error(400, INVALID_REQUEST, detail)
+
+    @app.exception_handler(PlacementRejectedError)
+    async def rejected(request: Request, exc: PlacementRejectedError) -> JSONResponse:
+        return _error(400, PLACEMENT_REJECTED, f"Placement rejected the query: {exc}")
+
+    @app.exception_handler(PlacementError)
+    async def unavailable(request: Request, exc: PlacementError) -> JSONResponse:
+        status = 503 if exc.status is None else 502
+        return _error(status, PLACEMENT_UNAVAILABLE, str(exc))

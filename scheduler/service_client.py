@@ -1,0 +1,89 @@
+"""An async Python client for the scheduler service."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+
+from scheduler.explain import Explanation
+from scheduler.results import FiltersResponse, ReleaseResponse, ScheduleResponse, WeighersResponse
+from scheduler.settings import DEFAULT_PORT
+from scheduler.spec import ScheduleRequest
+
+DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
+
+
+class SchedulerServiceError(Exception):
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(f"{status} {code}: {detail}")
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+class NoValidHostError(SchedulerServiceError):
+    def __init__(self, detail: str, explanation: Explanation) -> None:
+        super().__init__(409, "scheduler.no_valid_host", detail)
+        self.explanation = explanation
+
+
+class SchedulerClient:
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        timeout: float = 120.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def schedule(self, request: ScheduleRequest) -> ScheduleResponse:
+        """The selections; raises ``NoValidHostError`` (with its explanation) on 409."""
+        body = request.model_dump(mode="json", exclude_none=True)
+        response = await self._http.post("/v1/schedule", json=body)
+        if response.status_code == 409:
+            payload = response.json()
+            raise NoValidHostError(
+                payload["errors"][0]["detail"],
+                Explanation.model_validate(payload["explanation"]),
+            )
+        return ScheduleResponse.model_validate(self._ok(response))
+
+    async def release(self, consumers: Iterable[uuid.UUID | str]) -> ReleaseResponse:
+        body = {"consumer_uuids": [str(c) for c in consumers]}
+        response = await self._http.post("/v1/release", json=body)
+        return ReleaseResponse.model_validate(self._ok(response))
+
+    async def filters(self) -> FiltersResponse:
+        return FiltersResponse.model_validate(self._ok(await self._http.get("/v1/filters")))
+
+    async def weighers(self) -> WeighersResponse:
+        return WeighersResponse.model_validate(self._ok(await self._http.get("/v1/weighers")))
+
+    @staticmethod
+    def _ok(response: httpx.Response) -> Any:
+        if response.status_code != 200:
+            try:
+                first = response.json()["errors"][0]
+                raise SchedulerServiceError(response.status_code, first["code"], first["detail"])
+            except (ValueError, KeyError, IndexError, TypeError):
+                raise SchedulerServiceError(response.status_code, "", response.text) from None
+        return response.json()

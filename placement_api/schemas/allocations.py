@@ -1,0 +1,240 @@
+"""Allocation request and response models, one request shape per microversion range.
+
+The JSON Schema of each request model is what clients see in "JSON does not
+validate" errors, so object shapes keyed by UUID or resource class are spelled
+with ``patternProperties`` the way Placement spells them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, RootModel, WithJsonSchema
+
+from placement_api.microversion import Version
+from placement_api.schemas.common import (
+    RESOURCE_CLASS_PATTERN,
+    RequestModel,
+    ResponseModel,
+    Uuid,
+)
+
+# Placement's keys are loose: 36 characters of hex digits and dashes.
+UUID_KEY_PATTERN = r"^[0-9a-fA-F-]{36}$"
+CONSUMER_TYPE_PATTERN = r"^[A-Z0-9_]+$"
+# Request group suffixes (1.33+), the keys of ``mappings``.
+GROUP_SUFFIX_PATTERN = r"^[a-zA-Z0-9_-]{0,64}$"
+
+
+def keyed_object(pattern: str, value_schema: dict[str, Any], *, min_properties: int) -> WithJsonSchema:
+    return WithJsonSchema(
+        {
+            "type": "object",
+            "minProperties": min_properties,
+            "patternProperties": {pattern: value_schema},
+            "additionalProperties": False,
+        }
+    )
+
+
+Amounts = Annotated[
+    dict[str, int],
+    keyed_object(RESOURCE_CLASS_PATTERN, {"type": "integer", "minimum": 1}, min_properties=1),
+]
+ExternalId = Annotated[str, Field(min_length=1, max_length=255)]
+ConsumerGeneration = Annotated[int | None, WithJsonSchema({"type": ["integer", "null"]})]
+ConsumerType = Annotated[str, Field(pattern=CONSUMER_TYPE_PATTERN, min_length=1, max_length=255)]
+Mappings = Annotated[
+    dict[str, list[str]],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "patternProperties": {
+                GROUP_SUFFIX_PATTERN: {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "string", "format": "uuid"},
+                }
+            },
+        }
+    ),
+]
+
+
+class ProviderRef(RequestModel):
+    uuid: Uuid
+
+
+class ListedAllocation(RequestModel):
+    """One entry of the list format (before 1.12)."""
+
+    resource_provider: ProviderRef
+    resources: Amounts
+
+
+class ProviderAllocation(RequestModel):
+    """The amounts a consumer takes from one provider (dict format, 1.12+)."""
+
+    # Echoed back from GET and ignored on write.
+    generation: Annotated[int | None, WithJsonSchema({"type": "integer"})] = None
+    resources: Amounts
+
+
+def _by_provider(min_properties: int) -> WithJsonSchema:
+    return keyed_object(
+        UUID_KEY_PATTERN, ProviderAllocation.model_json_schema(), min_properties=min_properties
+    )
+
+
+ByProvider = Annotated[dict[str, ProviderAllocation], _by_provider(1)]
+ByProviderOrEmpty = Annotated[dict[str, ProviderAllocation], _by_provider(0)]
+
+
+class AllocationsPut(RequestModel):
+    """PUT /allocations/{consumer_uuid} from 1.0: a list, no owner."""
+
+    allocations: Annotated[list[ListedAllocation], Field(min_length=1)]
+
+
+class AllocationsPut1_8(AllocationsPut):
+    """From 1.8 the owning project and user are required."""
+
+    project_id: ExternalId
+    user_id: ExternalId
+
+
+class AllocationsPut1_12(RequestModel):
+    """From 1.12 allocations are keyed by provider, like GET's answer."""
+
+    allocations: ByProvider
+    project_id: ExternalId
+    user_id: ExternalId
+
+
+class ConsumerAllocations1_13(RequestModel):
+    """One consumer in POST /allocations (1.13): empty allocations clear it."""
+
+    allocations: ByProviderOrEmpty
+    project_id: ExternalId
+    user_id: ExternalId
+
+
+class ConsumerAllocations1_28(ConsumerAllocations1_13):
+    """From 1.28 the consumer generation is required (null for a new consumer)."""
+
+    consumer_generation: ConsumerGeneration
+
+
+class ConsumerAllocations1_34(ConsumerAllocations1_28):
+    """From 1.34 the request-group mappings of a candidate may be sent along (ignored)."""
+
+    mappings: Mappings | None = None
+
+
+class ConsumerAllocations1_38(ConsumerAllocations1_34):
+    """From 1.38 the consumer type is required."""
+
+    consumer_type: ConsumerType
+
+
+# PUT shares the consumer shapes from 1.28: empty allocations there mean "delete".
+AllocationsPut1_28 = ConsumerAllocations1_28
+AllocationsPut1_34 = ConsumerAllocations1_34
+AllocationsPut1_38 = ConsumerAllocations1_38
+
+ConsumerShape = (
+    ConsumerAllocations1_13
+    | ConsumerAllocations1_28
+    | ConsumerAllocations1_34
+    | ConsumerAllocations1_38
+)
+PutShape = AllocationsPut | AllocationsPut1_12 | ConsumerShape
+
+
+def put_schema(version: Version) -> type[BaseModel]:
+    if version.has("consumer_types"):
+        return AllocationsPut1_38
+    if version.has("candidates_mappings"):
+        return AllocationsPut1_34
+    if version.has("consumer_generation"):
+        return AllocationsPut1_28
+    if version.has("allocations_dict_format"):
+        return AllocationsPut1_12
+    if version.has("allocations_require_project_user"):
+        return AllocationsPut1_8
+    return AllocationsPut
+
+
+def consumer_schema(version: Version) -> type[ConsumerAllocations1_13]:
+    """The shape of one consumer in POST /allocations and POST /reshaper."""
+    if version.has("consumer_types"):
+        return ConsumerAllocations1_38
+    if version.has("candidates_mappings"):
+        return ConsumerAllocations1_34
+    if version.has("consumer_generation"):
+        return ConsumerAllocations1_28
+    return ConsumerAllocations1_13
+
+
+def _by_consumer(model: type[ConsumerAllocations1_13], min_properties: int) -> WithJsonSchema:
+    return keyed_object(UUID_KEY_PATTERN, model.model_json_schema(), min_properties=min_properties)
+
+
+class AllocationsPost(RootModel[dict[str, ConsumerAllocations1_13]]):
+    """POST /allocations (1.13): the new allocations of several consumers, by consumer."""
+
+    root: Annotated[dict[str, ConsumerAllocations1_13], _by_consumer(ConsumerAllocations1_13, 1)]
+
+
+class AllocationsPost1_28(RootModel[dict[str, ConsumerAllocations1_28]]):
+    root: Annotated[dict[str, ConsumerAllocations1_28], _by_consumer(ConsumerAllocations1_28, 1)]
+
+
+class AllocationsPost1_34(RootModel[dict[str, ConsumerAllocations1_34]]):
+    root: Annotated[dict[str, ConsumerAllocations1_34], _by_consumer(ConsumerAllocations1_34, 1)]
+
+
+class AllocationsPost1_38(RootModel[dict[str, ConsumerAllocations1_38]]):
+    root: Annotated[dict[str, ConsumerAllocations1_38], _by_consumer(ConsumerAllocations1_38, 1)]
+
+
+PostShape = AllocationsPost | AllocationsPost1_28 | AllocationsPost1_34 | AllocationsPost1_38
+
+
+def post_schema(version: Version) -> type[PostShape]:
+    if version.has("consumer_types"):
+        return AllocationsPost1_38
+    if version.has("candidates_mappings"):
+        return AllocationsPost1_34
+    if version.has("consumer_generation"):
+        return AllocationsPost1_28
+    return AllocationsPost
+
+
+class ProviderShare(ResponseModel):
+    generation: int
+    resources: dict[str, int]
+
+
+class ConsumerAllocationsView(ResponseModel):
+    """GET /allocations/{consumer_uuid}. ``project_id``/``user_id`` appear from
+    1.12, ``consumer_generation`` from 1.28 and ``consumer_type`` from 1.38,
+    only when the consumer has allocations."""
+
+    allocations: dict[str, ProviderShare]
+    project_id: str | None = None
+    user_id: str | None = None
+    consumer_generation: int | None = None
+    consumer_type: str | None = None
+
+
+class ConsumerShare(ResponseModel):
+    resources: dict[str, int]
+    consumer_generation: int | None = Field(default=None, description="From 1.28.")
+
+
+class ProviderAllocationsView(ResponseModel):
+    """GET /resource_providers/{uuid}/allocations, keyed by consumer."""
+
+    resource_provider_generation: int
+    allocations: dict[str, ConsumerShare]

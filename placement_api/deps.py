@@ -86,7 +86,9 @@ def _accepts_json(accept: str | None) -> bool:
 
 async def api_request(request: Request) -> ApiRequest:
     shared = services(request)
-    if not _accepts_json(request.headers.get("accept")):
+    # Like Placement, only reads insist on a JSON Accept; a write whose
+    # client asked for something else still gets its (JSON) error or result.
+    if request.method in ("GET", "HEAD") and not _accepts_json(request.headers.get("accept")):
         raise errors.NotAcceptable("Only application/json is provided")
     request_id: str = request.state.request_id
     context = context_from_headers(request.headers, request_id, shared.settings.auth_strategy)

@@ -101,7 +101,9 @@ async def read(session: AsyncSession, uuid: str) -> ProviderInventory:
     return ProviderInventory(provider.generation, await _load(session, provider.id))
 
 
-async def read_one(session: AsyncSession, uuid: str, resource_class: str) -> tuple[int, InventoryRecord]:
+async def read_one(
+    session: AsyncSession, uuid: str, resource_class: str
+) -> tuple[int, InventoryRecord]:
     """The provider's generation and its inventory of one class."""
     current = await read(session, uuid)
     record = current.inventories.get(resource_class)
@@ -111,7 +113,12 @@ async def read_one(session: AsyncSession, uuid: str, resource_class: str) -> tup
 
 
 def _check_capacity(
-    uuid: str, resource_class: str, limits: InventoryLimits, *, action: str, reserved_may_equal_total: bool
+    uuid: str,
+    resource_class: str,
+    limits: InventoryLimits,
+    *,
+    action: str,
+    reserved_may_equal_total: bool,
 ) -> None:
     """Refuse an inventory that leaves nothing to allocate (or less than nothing, from 1.26)."""
     capacity = int(limits.capacity)
@@ -244,13 +251,18 @@ async def add_one(
     resource_class: str,
     limits: InventoryLimits,
     *,
+    generation: int | None,
     reserved_may_equal_total: bool,
 ) -> tuple[int, InventoryRecord]:
     """Add an inventory of a class the provider has none of yet."""
-    provider, new_generation = await _lock_provider(session, uuid, None)
+    provider, new_generation = await _lock_provider(session, uuid, generation)
     failure = f"Unable to create inventory for resource provider {uuid}: "
     _check_capacity(
-        uuid, resource_class, limits, action="create", reserved_may_equal_total=reserved_may_equal_total
+        uuid,
+        resource_class,
+        limits,
+        action="create",
+        reserved_may_equal_total=reserved_may_equal_total,
     )
     class_id = (await resource_classes.ids_by_name(session, [resource_class])).get(resource_class)
     if class_id is None:
@@ -277,7 +289,11 @@ async def update_one(
     """Change the provider's existing inventory of one class."""
     provider, new_generation = await _lock_provider(session, uuid, generation)
     _check_capacity(
-        uuid, resource_class, limits, action="update", reserved_may_equal_total=reserved_may_equal_total
+        uuid,
+        resource_class,
+        limits,
+        action="update",
+        reserved_may_equal_total=reserved_may_equal_total,
     )
     if not await resource_classes.ids_by_name(session, [resource_class]):
         raise resource_classes.not_found(resource_class)
@@ -299,5 +315,7 @@ async def delete_one(session: AsyncSession, uuid: str, resource_class: str) -> N
     existing = (await _load(session, provider.id, lock=True)).get(resource_class)
     if existing is None:
         raise errors.NotFound(f"{missing} on resource provider {uuid}.")
-    _refuse_removal_in_use(f"Unable to delete inventory of class {resource_class}: ", uuid, [existing])
+    _refuse_removal_in_use(
+        f"Unable to delete inventory of class {resource_class}: ", uuid, [existing]
+    )
     await _remove(session, [existing])

@@ -59,7 +59,7 @@ async def filter_trait_ids(session: AsyncSession, traits: TraitFilter) -> dict[s
     """Map the names of a trait filter to ids, reporting unknown names as upstream does:
     the first unknown required trait alone, else every unknown forbidden trait."""
     rows = await session.execute(select(Trait.name, Trait.id).where(Trait.name.in_(traits.names)))
-    found = {name: trait_id for name, trait_id in rows.tuples()}
+    found = {name: trait_id for name, trait_id in rows}
     for group in traits.any_of:
         unknown = sorted(group - found.keys())
         if unknown:

@@ -65,7 +65,7 @@ async def ids_by_name(session: AsyncSession, names: Iterable[str]) -> dict[str, 
     rows = await session.execute(
         select(ResourceClass.name, ResourceClass.id).where(ResourceClass.name.in_(wanted))
     )
-    return {name: class_id for name, class_id in rows.tuples()}
+    return {name: class_id for name, class_id in rows}
 
 
 async def _insert(session: AsyncSession, name: str) -> ResourceClassRecord:

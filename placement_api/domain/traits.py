@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import Select, delete, exists, func, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -17,10 +16,6 @@ from placement_api.domain.generations import bump_provider_generation, now
 from placement_api.domain.providers import ProviderRecord
 from placement_api.domain.standard_names import CUSTOM_PREFIX
 from placement_api.rendering import newest
-
-PROVIDER_GENERATION_CHANGED = (
-    "Resource provider's generation already changed. Please update the generation and try again."
-)
 
 
 @dataclass(frozen=True)
@@ -56,11 +51,29 @@ class ProviderTraitSet:
 
 
 _COLUMNS = (Trait.id, Trait.name, Trait.created_at, Trait.updated_at)
+_TraitSelect = Select[int, str, datetime, datetime | None]
 
 
-async def _fetch(session: AsyncSession, statement: Select[Any]) -> list[TraitRecord]:
+async def _fetch(session: AsyncSession, statement: _TraitSelect) -> list[TraitRecord]:
     rows = await session.execute(statement.order_by(Trait.name))
-    return [TraitRecord(*row) for row in rows.tuples()]
+    return [TraitRecord(*row) for row in rows]
+
+
+async def bump_checked_generation(
+    session: AsyncSession, provider: ProviderRecord, expected: int
+) -> int:
+    """Bump the generation of a provider the client saw at ``expected``; 409 if it moved.
+
+    The first check gives upstream's message for the common case; the bump's
+    compare-and-swap still catches a writer that commits in between.
+    """
+    if provider.generation != expected:
+        raise errors.ConcurrentUpdate(
+            "Resource provider's generation already changed. Please update the generation "
+            "and try again.",
+            conflict=errors.CONFLICT_PROVIDER_GENERATION,
+        )
+    return await bump_provider_generation(session, provider.id, provider.uuid, expected)
 
 
 def _not_found(name: str) -> errors.NotFound:
@@ -162,13 +175,7 @@ async def replace_provider_traits(
     session: AsyncSession, provider: ProviderRecord, names: list[str], *, expected_generation: int
 ) -> ProviderTraitSet:
     """Make ``names`` the provider's whole trait set, if ``expected_generation`` is current."""
-    if provider.generation != expected_generation:
-        raise errors.ConcurrentUpdate(
-            PROVIDER_GENERATION_CHANGED, conflict=errors.CONFLICT_PROVIDER_GENERATION
-        )
-    generation = await bump_provider_generation(
-        session, provider.id, provider.uuid, expected_generation
-    )
+    generation = await bump_checked_generation(session, provider, expected_generation)
     traits = await _share_locked_traits(session, names)
     await _link_exactly(session, provider.id, (trait.id for trait in traits))
     return ProviderTraitSet(traits, generation)

@@ -49,7 +49,12 @@ def _inventories_response(api: ApiDep, current: ProviderInventory) -> Response:
 
 
 def _inventory_response(
-    api: ApiDep, generation: int, record: InventoryRecord, *, status: int = 200, headers: dict[str, str] | None = None
+    api: ApiDep,
+    generation: int,
+    record: InventoryRecord,
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
 ) -> Response:
     return json_response(
         api.version,
@@ -60,7 +65,9 @@ def _inventory_response(
     )
 
 
-@router.get(COLLECTION, operation_id="listInventories", responses={200: {"model": schemas.InventoryList}})
+@router.get(
+    COLLECTION, operation_id="listInventories", responses={200: {"model": schemas.InventoryList}}
+)
 async def list_inventories(uuid: str, api: ApiDep, db: DbDep) -> Response:
     api.authorize(policies.LIST)
     async with db.read() as session:
@@ -84,9 +91,12 @@ async def create_inventory(uuid: str, api: ApiDep, db: DbDep) -> Response:
             uuid,
             body.resource_class,
             body.limits(),
+            generation=body.resource_provider_generation,
             reserved_may_equal_total=api.version.has("reserved_equal_total"),
         )
-    location = api.request.url_for("show_inventory", uuid=uuid, resource_class=record.resource_class)
+    location = api.request.url_for(
+        "show_inventory", uuid=uuid, resource_class=record.resource_class
+    )
     return _inventory_response(
         api, generation, record, status=201, headers={"location": str(location)}
     )

@@ -104,9 +104,7 @@ async def _ensure_resource_class(name: str, db: DbDep) -> Response:
     return Response(status_code=201 if created else 204, headers=location)
 
 
-@router.delete(
-    "/resource_classes/{name}", operation_id="deleteResourceClass", status_code=204
-)
+@router.delete("/resource_classes/{name}", operation_id="deleteResourceClass", status_code=204)
 async def delete_resource_class(name: str, api: ApiDep, db: DbDep) -> Response:
     _require_resource_classes(api)
     api.authorize(policies.DELETE)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, RootModel, WithJsonSchema
+from pydantic import Field, RootModel, WithJsonSchema
 
 from placement_api.microversion import Version
 from placement_api.schemas.common import (
@@ -23,7 +23,7 @@ from placement_api.schemas.common import (
 UUID_KEY_PATTERN = r"^[0-9a-fA-F-]{36}$"
 CONSUMER_TYPE_PATTERN = r"^[A-Z0-9_]+$"
 # Request group suffixes (1.33+), the keys of ``mappings``.
-GROUP_SUFFIX_PATTERN = r"^[a-zA-Z0-9_-]{0,64}$"
+GROUP_SUFFIX_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 
 
 def keyed_object(pattern: str, value_schema: dict[str, Any], *, min_properties: int) -> WithJsonSchema:
@@ -45,7 +45,7 @@ ExternalId = Annotated[str, Field(min_length=1, max_length=255)]
 ConsumerGeneration = Annotated[int | None, WithJsonSchema({"type": ["integer", "null"]})]
 ConsumerType = Annotated[str, Field(pattern=CONSUMER_TYPE_PATTERN, min_length=1, max_length=255)]
 Mappings = Annotated[
-    dict[str, list[str]],
+    dict[str, Any] | None,
     WithJsonSchema(
         {
             "type": "object",
@@ -128,7 +128,7 @@ class ConsumerAllocations1_28(ConsumerAllocations1_13):
 class ConsumerAllocations1_34(ConsumerAllocations1_28):
     """From 1.34 the request-group mappings of a candidate may be sent along (ignored)."""
 
-    mappings: Mappings | None = None
+    mappings: Mappings = None
 
 
 class ConsumerAllocations1_38(ConsumerAllocations1_34):
@@ -142,16 +142,12 @@ AllocationsPut1_28 = ConsumerAllocations1_28
 AllocationsPut1_34 = ConsumerAllocations1_34
 AllocationsPut1_38 = ConsumerAllocations1_38
 
-ConsumerShape = (
-    ConsumerAllocations1_13
-    | ConsumerAllocations1_28
-    | ConsumerAllocations1_34
-    | ConsumerAllocations1_38
-)
-PutShape = AllocationsPut | AllocationsPut1_12 | ConsumerShape
+# Every request shape of one consumer's allocations (the 1.8 and 1.28+
+# shapes are subclasses of these).
+PutShape = AllocationsPut | AllocationsPut1_12 | ConsumerAllocations1_13
 
 
-def put_schema(version: Version) -> type[BaseModel]:
+def put_schema(version: Version) -> type[PutShape]:
     if version.has("consumer_types"):
         return AllocationsPut1_38
     if version.has("candidates_mappings"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from placement_api.domain.capacity import InventoryLimits
 from placement_api.schemas.common import (
@@ -27,6 +27,8 @@ MAX_ALLOCATION_RATIO = 3.40282e38
 PositiveInt = Annotated[int, Field(ge=1, le=MAX_INT)]
 NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_INT)]
 AllocationRatio = Annotated[float, Field(le=MAX_ALLOCATION_RATIO)]
+# May be left out; when sent it must be an integer (JSON null is refused too).
+OptionalGeneration = Annotated[int | None, WithJsonSchema({"type": "integer"})]
 
 
 class InventoryFields(RequestModel):
@@ -51,9 +53,10 @@ class InventoryFields(RequestModel):
 
 
 class InventoryCreate(InventoryFields):
-    """POST /resource_providers/{uuid}/inventories: one class, no generation."""
+    """POST /resource_providers/{uuid}/inventories: one class; the generation is optional."""
 
     resource_class: Annotated[str, Field(pattern=RESOURCE_CLASS_PATTERN)]
+    resource_provider_generation: OptionalGeneration = None
 
 
 class InventoryUpdate(InventoryFields):
@@ -84,7 +87,7 @@ class Inventory(ResponseModel):
     max_unit: int
     step_size: int
     allocation_ratio: float
-    resource_provider_generation: int | None = None
+    resource_provider_generation: OptionalGeneration = None
 
 
 class InventoryList(ResponseModel):

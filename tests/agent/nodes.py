@@ -12,9 +12,7 @@ DATA = Path(__file__).parent / "data"
 
 
 @dataclass(frozen=True)
-class TestDomain:
-    __test__ = False  # a value, not a pytest class
-
+class NodeDomain:
     uuid: str
     name: str
     vcpus: int = 1
@@ -22,15 +20,12 @@ class TestDomain:
     running: bool = True
 
 
-def test_uri(node_file: Path) -> str:
+def node_uri(node_file: Path) -> str:
     return f"test://{node_file.resolve()}"
 
 
-test_uri.__test__ = False  # type: ignore[attr-defined]
-
-
 def write_node(
-    path: Path, cpus: int, memory_mib: int, domains: tuple[TestDomain, ...] = ()
+    path: Path, cpus: int, memory_mib: int, domains: tuple[NodeDomain, ...] = ()
 ) -> Path:
     domain_xml = "".join(_domain(domain) for domain in domains)
     path.write_text(
@@ -46,7 +41,7 @@ def write_node(
     return path
 
 
-def _domain(domain: TestDomain) -> str:
+def _domain(domain: NodeDomain) -> str:
     runstate = "" if domain.running else "<test:runstate>5</test:runstate>"
     return f"""  <domain type="test" xmlns:test="http://libvirt.org/schemas/domain/test/1.0">
     <name>{escape(domain.name)}</name><uuid>{domain.uuid}</uuid>

@@ -11,7 +11,7 @@ from agent.discovery import RawDomain, RawHost, build_host_facts, read_host
 from agent.discovery.capabilities import CapabilitiesError, parse_capabilities
 from agent.discovery.cpu_traits import arch_trait, cpu_feature_traits, parse_expanded_cpu
 from agent.discovery.libvirt_reader import DiscoveryError
-from tests.agent.nodes import DATA, test_uri
+from tests.agent.nodes import DATA, node_uri
 
 QEMU_CAPABILITIES = (DATA / "qemu-capabilities.xml").read_text()
 TWO_CELL_CAPABILITIES = (DATA / "capabilities-two-cells.xml").read_text()
@@ -19,7 +19,7 @@ TWO_CELL_CAPABILITIES = (DATA / "capabilities-two-cells.xml").read_text()
 
 def expand(cpu_xml: str) -> str:
     """libvirt's own CPU map expands the model; the test driver needs no daemon."""
-    connection = libvirt.openReadOnly(test_uri(DATA / "small-host.xml"))
+    connection = libvirt.openReadOnly(node_uri(DATA / "small-host.xml"))
     try:
         expanded: str = connection.baselineCPU(
             [cpu_xml], libvirt.VIR_CONNECT_BASELINE_CPU_EXPAND_FEATURES
@@ -143,7 +143,7 @@ def test_domains_carry_vcpus_and_promised_memory():
 
 
 def test_test_driver_host_is_read_through_libvirt(tmp_path: Path):
-    facts = build_host_facts(read_host(test_uri(DATA / "small-host.xml"), tmp_path))
+    facts = build_host_facts(read_host(node_uri(DATA / "small-host.xml"), tmp_path))
 
     assert facts.logical_cpus == 4
     assert facts.memory_mib == 8192
@@ -158,11 +158,11 @@ def test_test_driver_host_is_read_through_libvirt(tmp_path: Path):
 
 def test_unreachable_libvirt_is_a_discovery_error(tmp_path: Path):
     with pytest.raises(DiscoveryError, match="cannot connect"):
-        read_host(test_uri(tmp_path / "missing-node.xml"), tmp_path)
+        read_host(node_uri(tmp_path / "missing-node.xml"), tmp_path)
 
 
 def test_missing_instances_path_reports_no_disk(tmp_path: Path):
-    facts = build_host_facts(read_host(test_uri(DATA / "large-host.xml"), tmp_path / "absent"))
+    facts = build_host_facts(read_host(node_uri(DATA / "large-host.xml"), tmp_path / "absent"))
 
     assert facts.disk_gib == 0
     assert facts.logical_cpus == 64

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -23,8 +24,8 @@ from tests.agent.nodes import DATA
 ROOT = "7a3c1d2e-0000-4000-8000-000000000001"
 
 
-def facts(**changes) -> HostFacts:
-    values = {
+def facts(**changes: Any) -> HostFacts:
+    values: dict[str, Any] = {
         "hostname": "compute-1",
         "arch": "x86_64",
         "logical_cpus": 8,
@@ -139,13 +140,15 @@ def test_custom_trait_dropped_from_the_config_is_removed_others_stay():
     provider = plan().root
     current = frozenset({"CUSTOM_FROM_CONFIG", "CUSTOM_FROM_OPERATOR"})
 
-    wanted = resolve_traits(provider, current, previously_configured={"CUSTOM_FROM_CONFIG"})
+    wanted = resolve_traits(
+        provider, current, previously_configured=frozenset({"CUSTOM_FROM_CONFIG"})
+    )
 
     assert "CUSTOM_FROM_CONFIG" not in wanted
     assert "CUSTOM_FROM_OPERATOR" in wanted
 
 
-def provider_config(document: dict) -> ProviderConfig:
+def provider_config(document: dict[str, Any]) -> ProviderConfig:
     return ProviderConfig.model_validate({"meta": {"schema_version": "1.0"}} | document)
 
 

@@ -47,7 +47,9 @@ providers:
 
     config = load_provider_config(path)
 
-    assert config.custom_inventory_for(ROOT, "compute-1", is_root=True)["CUSTOM_GPU_SLOT"].total == 2
+    assert (
+        config.custom_inventory_for(ROOT, "compute-1", is_root=True)["CUSTOM_GPU_SLOT"].total == 2
+    )
     assert config.custom_traits_for(ROOT, "compute-1", is_root=True) == {"CUSTOM_GOLD"}
     assert config.custom_traits_for("x", "compute-1_NUMA0", is_root=False) == {"CUSTOM_CELL_ZERO"}
     assert config.custom_traits_for("x", "compute-1_NUMA1", is_root=False) == frozenset()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from prometheus_client import REGISTRY
+
 from agent.discovery.model import Domain
 from agent.reconcile import (
     ALLOCATION_WITHOUT_DOMAIN,
@@ -9,7 +11,6 @@ from agent.reconcile import (
     find_drift,
     report_drift,
 )
-from agent.metrics import DRIFT
 
 RUNNING = Domain("aaaaaaaa-0000-4000-8000-000000000001", "web", True, 2, 1024)
 STOPPED = Domain("aaaaaaaa-0000-4000-8000-000000000002", "batch", False, 1, 512)
@@ -51,7 +52,8 @@ def test_drift_is_logged_and_counted_per_kind(caplog):
     with caplog.at_level("WARNING", logger="agent.reconcile"):
         report_drift("drift-host", drift)
 
-    assert DRIFT.labels("drift-host", DOMAIN_WITHOUT_ALLOCATION)._value.get() == 1
-    assert DRIFT.labels("drift-host", ALLOCATION_WITHOUT_DOMAIN)._value.get() == 1
+    for kind in (DOMAIN_WITHOUT_ALLOCATION, ALLOCATION_WITHOUT_DOMAIN):
+        labels = {"provider": "drift-host", "kind": kind}
+        assert REGISTRY.get_sample_value("placement_agent_drift", labels) == 1
     assert any(RUNNING.uuid in message for message in caplog.messages)
     assert any(GHOST in message and "VCPU=1" in message for message in caplog.messages)

@@ -1,0 +1,139 @@
+"""Resolve the names a candidate request uses into database ids.
+
+Unknown resource classes and traits are 400s, reported in upstream's order
+(root_required first, then group by group: classes, required, forbidden).
+Unknown aggregates and ``in_tree`` providers are not errors: they make the
+request unsatisfiable, so the answer is an empty list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
+
+from placement_api import errors
+from placement_api.db.models import Aggregate, ResourceClass, ResourceProvider, Trait
+from placement_api.domain.candidates.request import CandidateRequest, RequestGroup
+
+
+@dataclass(frozen=True)
+class ResolvedGroup:
+    """A request group in ids. Empty ``member_of`` means "not filtered"."""
+
+    suffix: str
+    granular: bool
+    amounts: dict[int, int]
+    required: tuple[frozenset[int], ...]
+    forbidden: frozenset[int]
+    member_of: tuple[frozenset[int], ...]
+    forbidden_aggregates: frozenset[int]
+    tree_root: int | None
+
+
+@dataclass(frozen=True)
+class ResolvedRequest:
+    groups: tuple[ResolvedGroup, ...]
+    root_required: frozenset[int]
+    root_forbidden: frozenset[int]
+    class_names: dict[int, str]
+
+
+async def _ids(
+    session: AsyncSession,
+    key: InstrumentedAttribute[str],
+    ident: InstrumentedAttribute[int],
+    names: set[str],
+) -> dict[str, int]:
+    if not names:
+        return {}
+    rows = await session.execute(select(key, ident).where(key.in_(sorted(names))))
+    return {name: value for name, value in rows}
+
+
+def _check_traits(found: dict[str, int], wanted: Iterable[str]) -> None:
+    missing = sorted(set(wanted) - found.keys())
+    if missing:
+        raise errors.BadRequest(f"No such trait(s): {', '.join(missing)}.")
+
+
+def _check_group_names(
+    group: RequestGroup, classes: dict[str, int], traits: dict[str, int]
+) -> None:
+    missing = [name for name in group.resources if name not in classes]
+    if missing:
+        raise errors.BadRequest(
+            f"Invalid resource class in resources parameter: No such resource class {missing[0]}."
+        )
+    for any_of in group.required.any_of:
+        _check_traits(traits, any_of)
+    _check_traits(traits, group.required.forbidden)
+
+
+async def _tree_roots(session: AsyncSession, uuids: set[str]) -> dict[str, int]:
+    if not uuids:
+        return {}
+    rows = await session.execute(
+        select(ResourceProvider.uuid, ResourceProvider.root_provider_id).where(
+            ResourceProvider.uuid.in_(sorted(uuids))
+        )
+    )
+    return {uuid: root for uuid, root in rows if root is not None}
+
+
+def _resolve_group(
+    group: RequestGroup,
+    classes: dict[str, int],
+    traits: dict[str, int],
+    aggregates: dict[str, int],
+    trees: dict[str, int],
+) -> ResolvedGroup | None:
+    """The group in ids, or None when an unknown aggregate or tree rules it out."""
+    member_of = tuple(
+        frozenset(aggregates[uuid] for uuid in any_of if uuid in aggregates)
+        for any_of in group.member_of.any_of
+    )
+    if not all(member_of) or (group.in_tree is not None and group.in_tree not in trees):
+        return None
+    return ResolvedGroup(
+        suffix=group.suffix,
+        granular=group.granular,
+        amounts={classes[name]: amount for name, amount in group.resources.items()},
+        required=tuple(frozenset(traits[n] for n in any_of) for any_of in group.required.any_of),
+        forbidden=frozenset(traits[name] for name in group.required.forbidden),
+        member_of=member_of,
+        forbidden_aggregates=frozenset(
+            aggregates[uuid] for uuid in group.member_of.forbidden if uuid in aggregates
+        ),
+        tree_root=trees[group.in_tree] if group.in_tree is not None else None,
+    )
+
+
+async def resolve(session: AsyncSession, request: CandidateRequest) -> ResolvedRequest | None:
+    """The request in ids; None when it cannot match anything."""
+    trait_names = set(request.root_required | request.root_forbidden)
+    for group in request.groups:
+        trait_names |= group.required.names
+    classes = await _ids(session, ResourceClass.name, ResourceClass.id, request.requested_classes)
+    traits = await _ids(session, Trait.name, Trait.id, trait_names)
+    aggregate_uuids = {
+        uuid for g in request.groups for uuid in g.member_of.forbidden.union(*g.member_of.any_of)
+    }
+    aggregates = await _ids(session, Aggregate.uuid, Aggregate.id, aggregate_uuids)
+    trees = await _tree_roots(session, {g.in_tree for g in request.groups if g.in_tree})
+    _check_traits(traits, request.root_required)
+    _check_traits(traits, request.root_forbidden)
+    for group in request.groups:
+        _check_group_names(group, classes, traits)
+    groups = [_resolve_group(g, classes, traits, aggregates, trees) for g in request.groups]
+    if any(group is None for group in groups):
+        return None
+    return ResolvedRequest(
+        groups=tuple(group for group in groups if group is not None),
+        root_required=frozenset(traits[name] for name in request.root_required),
+        root_forbidden=frozenset(traits[name] for name in request.root_forbidden),
+        class_names={ident: name for name, ident in classes.items()},
+    )

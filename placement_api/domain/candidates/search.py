@@ -1,0 +1,261 @@
+"""Walk the combinations of providers, one tree at a time (pure, no I/O).
+
+For each anchor tree, a depth-first walk picks one provider per slot (see
+``options``). Every rule is checked as soon as the slot that can break it is
+filled, so a branch that cannot lead to a valid candidate is abandoned
+before its combinations are built:
+
+- capacity: a class asked for by several groups is summed per provider and
+  kept within the provider's free capacity and ``max_unit``;
+- ``group_policy=isolate``: granular groups use distinct providers;
+- before 1.29, one candidate uses at most one provider per tree;
+- the unsuffixed group's required traits, on the union of its providers'
+  traits, when its last slot is filled;
+- ``same_subtree``: when the last group of the set is filled, one of its
+  providers is an ancestor (or itself) of all the others.
+
+The walk is a generator, so the caller stops it after ``limit`` candidates
+and nothing beyond them is ever enumerated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+Amounts = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    suffix: str
+    granular: bool
+    # Per slot, the (class id, amount) pairs its provider supplies.
+    slots: tuple[Amounts, ...]
+    # Anchor -> per slot, the providers that may fill it.
+    options: Mapping[int, Sequence[Sequence[int]]]
+    # Unsuffixed group: trait-id sets its providers must cover between them.
+    required: tuple[frozenset[int], ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchRules:
+    isolate: bool = False
+    same_subtrees: tuple[frozenset[str], ...] = ()
+    nested_aware: bool = True
+    # (provider, class) -> most a candidate may take; only for classes that
+    # more than one group asks for (one group alone is checked in SQL).
+    headroom: Mapping[tuple[int, int], int] = field(default_factory=dict)
+    provider_traits: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    root_of: Mapping[int, int] = field(default_factory=dict)
+    parent_of: Mapping[int, int | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    allocations: dict[int, dict[int, int]]
+    mappings: dict[str, list[int]]
+
+    def key(self) -> tuple[object, ...]:
+        resources = sorted(
+            (provider, class_id, amount)
+            for provider, amounts in self.allocations.items()
+            for class_id, amount in amounts.items()
+        )
+        mappings = sorted((suffix, tuple(sorted(ps))) for suffix, ps in self.mappings.items())
+        return (tuple(resources), tuple(mappings))
+
+
+@dataclass(frozen=True)
+class _Slot:
+    group: int
+    position: int
+    amounts: Amounts
+    closes_group: bool
+    closes_subtrees: tuple[frozenset[str], ...]
+
+
+def _slots(plans: Sequence[GroupPlan], rules: SearchRules) -> list[_Slot]:
+    last_slot: dict[str, int] = {}
+    count = 0
+    for plan in plans:
+        count += len(plan.slots)
+        last_slot[plan.suffix] = count - 1
+    closing: dict[int, list[frozenset[str]]] = {}
+    for subtree in rules.same_subtrees:
+        closing.setdefault(max(last_slot[s] for s in subtree), []).append(subtree)
+    slots: list[_Slot] = []
+    for group, plan in enumerate(plans):
+        for position, amounts in enumerate(plan.slots):
+            slots.append(
+                _Slot(
+                    group=group,
+                    position=position,
+                    amounts=amounts,
+                    closes_group=position == len(plan.slots) - 1,
+                    closes_subtrees=tuple(closing.get(len(slots), ())),
+                )
+            )
+    return slots
+
+
+class _Walk:
+    """The state of one depth-first walk; ``_take``/``_release`` keep it exact."""
+
+    def __init__(
+        self,
+        plans: Sequence[GroupPlan],
+        rules: SearchRules,
+        shuffle: Callable[[list[int]], None] | None,
+    ) -> None:
+        self.plans = plans
+        self.rules = rules
+        self.shuffle = shuffle
+        self.slots = _slots(plans, rules)
+        self.chosen = [0] * len(self.slots)
+        self.usage: dict[tuple[int, int], int] = {}
+        self.granular_holders: dict[int, int] = {}
+        self.root_holders: dict[int, tuple[int, int]] = {}
+        self.group_slots = {
+            plan.suffix: [i for i, s in enumerate(self.slots) if s.group == g]
+            for g, plan in enumerate(plans)
+        }
+        self.ancestors: dict[int, frozenset[int]] = {}
+
+    def candidates(self, anchor: int) -> Iterator[Candidate]:
+        choices = []
+        for slot in self.slots:
+            providers = list(self.plans[slot.group].options[anchor][slot.position])
+            if self.shuffle is not None:
+                self.shuffle(providers)
+            choices.append(providers)
+        yield from self._walk(0, choices)
+
+    def _walk(self, index: int, choices: list[list[int]]) -> Iterator[Candidate]:
+        if index == len(self.slots):
+            yield self._candidate()
+            return
+        slot = self.slots[index]
+        for provider in choices[index]:
+            if not self._take(slot, provider):
+                continue
+            self.chosen[index] = provider
+            if self._closing_rules_hold(slot):
+                yield from self._walk(index + 1, choices)
+            self._release(slot, provider)
+
+    def _take(self, slot: _Slot, provider: int) -> bool:
+        granular = self.plans[slot.group].granular
+        if self.rules.isolate and granular and provider in self.granular_holders:
+            return False
+        root = self.rules.root_of.get(provider, provider)
+        if not self.rules.nested_aware:
+            holder = self.root_holders.get(root)
+            if holder is not None and holder[0] != provider:
+                return False
+        for class_id, amount in slot.amounts:
+            limit = self.rules.headroom.get((provider, class_id))
+            if limit is not None and self.usage.get((provider, class_id), 0) + amount > limit:
+                return False
+        for class_id, amount in slot.amounts:
+            self.usage[(provider, class_id)] = self.usage.get((provider, class_id), 0) + amount
+        if granular:
+            self.granular_holders[provider] = self.granular_holders.get(provider, 0) + 1
+        if not self.rules.nested_aware:
+            count = self.root_holders.get(root, (provider, 0))[1]
+            self.root_holders[root] = (provider, count + 1)
+        return True
+
+    def _release(self, slot: _Slot, provider: int) -> None:
+        for class_id, amount in slot.amounts:
+            self.usage[(provider, class_id)] -= amount
+        if self.plans[slot.group].granular:
+            _decrement(self.granular_holders, provider)
+        if not self.rules.nested_aware:
+            root = self.rules.root_of.get(provider, provider)
+            count = self.root_holders[root][1]
+            if count == 1:
+                del self.root_holders[root]
+            else:
+                self.root_holders[root] = (provider, count - 1)
+
+    def _closing_rules_hold(self, slot: _Slot) -> bool:
+        plan = self.plans[slot.group]
+        if slot.closes_group and plan.required:
+            traits: set[int] = set()
+            for index in self.group_slots[plan.suffix]:
+                traits |= self.rules.provider_traits.get(self.chosen[index], frozenset())
+            if not all(any_of & traits for any_of in plan.required):
+                return False
+        return all(self._in_one_subtree(subtree) for subtree in slot.closes_subtrees)
+
+    def _in_one_subtree(self, suffixes: frozenset[str]) -> bool:
+        providers = {self.chosen[i] for s in suffixes for i in self.group_slots[s]}
+        if len(providers) == 1:
+            return True
+        common = frozenset.intersection(*(self._ancestry(p) for p in providers))
+        return bool(common & providers)
+
+    def _ancestry(self, provider: int) -> frozenset[int]:
+        """The provider and all its ancestors."""
+        found = self.ancestors.get(provider)
+        if found is None:
+            chain = [provider]
+            parent = self.rules.parent_of.get(provider)
+            while parent is not None:
+                chain.append(parent)
+                parent = self.rules.parent_of.get(parent)
+            found = self.ancestors[provider] = frozenset(chain)
+        return found
+
+    def _candidate(self) -> Candidate:
+        allocations: dict[int, dict[int, int]] = {}
+        mappings: dict[str, list[int]] = {}
+        for slot, provider in zip(self.slots, self.chosen, strict=True):
+            if slot.amounts:
+                amounts = allocations.setdefault(provider, {})
+                for class_id, amount in slot.amounts:
+                    amounts[class_id] = amounts.get(class_id, 0) + amount
+            providers = mappings.setdefault(self.plans[slot.group].suffix, [])
+            if provider not in providers:
+                providers.append(provider)
+        return Candidate(allocations=allocations, mappings=mappings)
+
+
+def _decrement(counts: dict[int, int], key: int) -> None:
+    if counts[key] == 1:
+        del counts[key]
+    else:
+        counts[key] -= 1
+
+
+def search(
+    plans: Sequence[GroupPlan],
+    rules: SearchRules,
+    anchors: Iterable[int],
+    *,
+    stop_after: int | None = None,
+    shuffle: Callable[[list[int]], None] | None = None,
+    seen: set[tuple[object, ...]] | None = None,
+) -> list[Candidate]:
+    """Distinct candidates, anchor by anchor, until ``stop_after`` are found.
+
+    Every plan must have options for every anchor given. ``shuffle``, when
+    given, reorders each slot's providers (the caller shuffles the anchors).
+    ``seen`` carries the keys of candidates already found by earlier calls.
+    """
+    if stop_after is not None and stop_after <= 0:
+        return []
+    walk = _Walk(plans, rules, shuffle)
+    found: list[Candidate] = []
+    seen = set() if seen is None else seen
+    for anchor in anchors:
+        for candidate in walk.candidates(anchor):
+            key = candidate.key()
+            if key in seen:
+                continue  # sharing providers alone can be reached from several trees
+            seen.add(key)
+            found.append(candidate)
+            if stop_after is not None and len(found) >= stop_after:
+                return found
+    return found

@@ -1,0 +1,291 @@
+"""Find allocation candidates: resolve names, query per group, search, summarise.
+
+With a ``limit`` (or the configured cap) the trees are taken in windows of
+root ids, smallest first, each window twice the size of the last, until
+enough candidates are found: a request for 1,000 candidates among 10,000
+hosts reads the rows of the first few thousand trees, not all of them.
+Sharing providers are read in every window, since they serve trees anywhere.
+Without a limit, or when candidates are to be randomised, one window covers
+everything.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import cast
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from placement_api.db.models import ResourceProvider
+from placement_api.domain.candidates import queries
+from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest, resolve
+from placement_api.domain.candidates.options import (
+    SharingMap,
+    TreeRule,
+    granular_options,
+    unsuffixed_options,
+)
+from placement_api.domain.candidates.queries import RootWindow
+from placement_api.domain.candidates.request import CandidateRequest
+from placement_api.domain.candidates.search import Candidate, GroupPlan, SearchRules, search
+from placement_api.domain.candidates.summaries import (
+    ProviderSummary,
+    SummaryScope,
+    load_summaries,
+)
+
+Rows = list[tuple[int, int]] | list[tuple[int, int, int]]
+# The first window holds this many root ids per candidate wanted (at least
+# MIN_WINDOW); trees that cannot serve the request make later windows needed.
+WINDOW_PER_CANDIDATE = 2
+MIN_WINDOW = 256
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    randomize: bool = False
+    # Most candidates generated per request; negative means no cap.
+    max_candidates: int = -1
+    # What provider summaries report (by microversion).
+    all_classes: bool = True
+    with_traits: bool = True
+
+
+@dataclass(frozen=True)
+class CandidatesResult:
+    candidates: list[Candidate] = field(default_factory=list)
+    summaries: dict[int, ProviderSummary] = field(default_factory=dict)
+    uuids: dict[int, str] = field(default_factory=dict)
+    class_names: dict[int, str] = field(default_factory=dict)
+
+
+def _stop_after(request: CandidateRequest, settings: SearchSettings) -> int | None:
+    bounds = [request.limit] if request.limit is not None else []
+    if settings.max_candidates >= 0:
+        bounds.append(settings.max_candidates)
+    return min(bounds) if bounds else None
+
+
+def _plan(group: ResolvedGroup, rows: Rows, sharing: SharingMap, rule: TreeRule) -> GroupPlan:
+    class_ids = sorted(group.amounts)
+    if group.granular:
+        return GroupPlan(
+            suffix=group.suffix,
+            granular=True,
+            slots=(tuple((c, group.amounts[c]) for c in class_ids),),
+            options=granular_options(cast(list[tuple[int, int]], rows), sharing, rule),
+        )
+    options = unsuffixed_options(
+        cast(list[tuple[int, int, int]], rows),
+        class_ids,
+        sharing,
+        rule,
+        member_of=group.member_of,
+        in_tree=group.tree_root is not None,
+    )
+    return GroupPlan(
+        suffix=group.suffix,
+        granular=False,
+        slots=tuple(((c, group.amounts[c]),) for c in class_ids),
+        options=options,
+        required=group.required,
+    )
+
+
+class _Finder:
+    """The search for one request, window by window."""
+
+    def __init__(
+        self,
+        session: AsyncSession,
+        request: CandidateRequest,
+        resolved: ResolvedRequest,
+        settings: SearchSettings,
+    ) -> None:
+        self.session = session
+        self.request = request
+        self.resolved = resolved
+        self.settings = settings
+        self.stop_after = _stop_after(request, settings)
+        self.shuffle = random.shuffle if settings.randomize else None
+        self.root_of: dict[int, int] = {}
+        self.seen: set[tuple[object, ...]] = set()
+        self._sharing: dict[frozenset[int], tuple[SharingMap, list[TreeRule]]] = {}
+        self._provider_traits: dict[int, frozenset[int]] | None = None
+
+    async def run(self) -> list[Candidate]:
+        found: list[Candidate] = []
+        async for window in self._windows():
+            wanted = None if self.stop_after is None else self.stop_after - len(found)
+            found += await self._in_window(window, wanted)
+            if self.stop_after is not None and len(found) >= self.stop_after:
+                break
+        return found
+
+    async def _windows(self) -> AsyncIterator[RootWindow | None]:
+        if self.stop_after is None or self.shuffle is not None:
+            yield None
+            return
+        first, last = await queries.root_id_range(self.session)
+        size = max(WINDOW_PER_CANDIDATE * self.stop_after, MIN_WINDOW)
+        while first <= last:
+            yield RootWindow(first, first + size - 1)
+            first, size = first + size, size * 2
+
+    async def _rows(self, window: RootWindow | None) -> list[Rows] | None:
+        rows: list[Rows] = []
+        for group in self.resolved.groups:
+            if group.granular:
+                found: Rows = await queries.granular_rows(
+                    self.session, group, self.resolved, window
+                )
+            else:
+                found = await queries.unsuffixed_rows(self.session, group, self.resolved, window)
+            if not found:
+                return None
+            rows.append(found)
+        return rows
+
+    async def _in_window(self, window: RootWindow | None, wanted: int | None) -> list[Candidate]:
+        rows = await self._rows(window)
+        if rows is None:
+            return []
+        sharing, tree_rules = await self._sharing_for(rows)
+        plans = [
+            _plan(group, group_rows, sharing, rule)
+            for group, group_rows, rule in zip(self.resolved.groups, rows, tree_rules, strict=True)
+        ]
+        anchors = set(plans[0].options).intersection(*(plan.options for plan in plans[1:]))
+        order = sorted(a for a in anchors if window is None or a in window)
+        if not order:
+            return []
+        if self.shuffle is not None:
+            self.shuffle(order)
+        root_of = {row[0]: row[1] for group_rows in rows for row in group_rows}
+        self.root_of.update(root_of)
+        rules = await self._search_rules(root_of)
+        return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen)
+
+    async def _sharing_for(self, rows: list[Rows]) -> tuple[SharingMap, list[TreeRule]]:
+        all_sharing = await queries.sharing_provider_ids(self.session)
+        used = frozenset(row[0] for group in rows for row in group if row[0] in all_sharing)
+        if used not in self._sharing:
+            sharing = await _sharing_map(self.session, used)
+            self._sharing[used] = (sharing, await _tree_rules(self.session, self.resolved, sharing))
+        return self._sharing[used]
+
+    async def _search_rules(self, root_of: dict[int, int]) -> SearchRules:
+        seen: set[int] = set()
+        shared_classes: set[int] = set()
+        for group in self.resolved.groups:
+            shared_classes |= seen & group.amounts.keys()
+            seen |= group.amounts.keys()
+        headroom = {}
+        if shared_classes:
+            headroom = await queries.headroom(self.session, shared_classes, root_of)
+        parent_of = {}
+        if self.request.same_subtrees:
+            parent_of = await queries.parents_in_trees(self.session, set(root_of.values()))
+        return SearchRules(
+            isolate=self.request.isolate,
+            same_subtrees=self.request.same_subtrees,
+            nested_aware=self.request.nested_aware,
+            headroom=headroom,
+            provider_traits=await self._traits(),
+            root_of=root_of,
+            parent_of=parent_of,
+        )
+
+    async def _traits(self) -> dict[int, frozenset[int]]:
+        """The unsuffixed group's required traits, for providers that have any."""
+        if self._provider_traits is None:
+            groups = self.resolved.groups
+            required = {t for g in groups if not g.granular for s in g.required for t in s}
+            self._provider_traits = (
+                await queries.traits_of_providers_having(self.session, required) if required else {}
+            )
+        return self._provider_traits
+
+
+async def _sharing_map(session: AsyncSession, used: frozenset[int]) -> SharingMap:
+    if not used:
+        return SharingMap()
+    aggregates = await queries.aggregates_of(session, used)
+    roots = await queries.roots_by_aggregate(session, set().union(*aggregates.values()))
+    anchors = {
+        provider: frozenset().union(*(roots.get(a, set()) for a in aggregates.get(provider, ())))
+        for provider in used
+    }
+    return SharingMap(
+        providers=used,
+        anchors=anchors,
+        aggregates={p: frozenset(aggs) for p, aggs in aggregates.items()},
+    )
+
+
+async def _tree_rules(
+    session: AsyncSession, request: ResolvedRequest, sharing: SharingMap
+) -> list[TreeRule]:
+    """Per group, the tree-level rules applied to the trees sharing providers serve."""
+    base = TreeRule(root_required=request.root_required, root_forbidden=request.root_forbidden)
+    if not sharing.providers:
+        return [base for _ in request.groups]
+    root_traits = {}
+    if request.root_required or request.root_forbidden:
+        found = await queries.roots_with_any_trait(
+            session, request.root_required | request.root_forbidden
+        )
+        root_traits = {root: frozenset(traits) for root, traits in found.items()}
+    rules = []
+    for group in request.groups:
+        banned: frozenset[int] = frozenset()
+        if group.forbidden_aggregates and not group.granular:
+            banned = await queries.providers_in_aggregates(session, group.forbidden_aggregates)
+        rules.append(TreeRule(base.root_required, base.root_forbidden, root_traits, banned))
+    return rules
+
+
+async def _uuids(
+    session: AsyncSession, candidates: list[Candidate], summaries: dict[int, ProviderSummary]
+) -> dict[int, str]:
+    uuids = {ident: summary.uuid for ident, summary in summaries.items()}
+    # Providers named only in mappings (resourceless groups) may lie outside the summaries.
+    missing = {p for c in candidates for ps in c.mappings.values() for p in ps} - uuids.keys()
+    for batch in queries.chunked(sorted(missing)):
+        rows = await queries.fetch_all(
+            session,
+            select(ResourceProvider.id, ResourceProvider.uuid).where(
+                queries.id_in(session, ResourceProvider.id, batch)
+            ),
+        )
+        uuids.update((ident, uuid) for ident, uuid in rows)
+    return uuids
+
+
+async def find_candidates(
+    session: AsyncSession, request: CandidateRequest, settings: SearchSettings
+) -> CandidatesResult:
+    resolved = await resolve(session, request)
+    if resolved is None:
+        return CandidatesResult()
+    finder = _Finder(session, request, resolved, settings)
+    candidates = await finder.run()
+    if not candidates:
+        return CandidatesResult()
+    used = {provider for c in candidates for provider in c.allocations}
+    scope = SummaryScope(
+        ids=frozenset(finder.root_of[p] for p in used) if request.nested_aware else frozenset(used),
+        whole_trees=request.nested_aware,
+        class_ids=None if settings.all_classes else frozenset(resolved.class_names),
+        with_traits=settings.with_traits,
+    )
+    summaries = await load_summaries(session, scope)
+    return CandidatesResult(
+        candidates=candidates,
+        summaries=summaries,
+        uuids=await _uuids(session, candidates, summaries),
+        class_names=resolved.class_names,
+    )

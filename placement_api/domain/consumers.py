@@ -1,0 +1,215 @@
+"""Consumers: who holds allocations, and the generation that guards them.
+
+A consumer row exists exactly while the consumer holds allocations: it is
+created by its first allocation write and removed with its last allocation.
+So "consumer generation null" (microversion 1.28) means "holds nothing".
+
+Writers take locks in one global order — consumer types, projects and users
+(by name), then consumers (by uuid), then providers (by id, in
+``domain/claims.py``) — so concurrent writers queue instead of deadlocking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
+
+from placement_api import errors
+from placement_api.db.dialect import insert_ignoring_duplicates
+from placement_api.db.models import Consumer, ConsumerType, Project, User
+from placement_api.domain.generations import now
+
+# Owner of consumers written before microversion 1.8 made project and user
+# required; the same placeholder identity OpenStack Placement uses.
+INCOMPLETE_PROJECT_ID = "00000000-0000-0000-0000-000000000000"
+INCOMPLETE_USER_ID = "00000000-0000-0000-0000-000000000000"
+# How a consumer without a type (written before microversion 1.38) is reported.
+UNKNOWN_CONSUMER_TYPE = "unknown"
+
+# A consumer can be created and removed again by other requests between our
+# look-up and our insert; after this many rounds we report a conflict.
+_CREATE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class ConsumerClaim:
+    """Everything one consumer should hold after the write.
+
+    ``allocations`` maps provider uuid -> resource class -> amount; empty
+    means "release everything". ``None`` owner fields keep what an existing
+    consumer has (a new consumer gets the incomplete-consumer placeholders
+    and no type). ``generation`` is compared only when ``check_generation``.
+    """
+
+    uuid: str
+    allocations: Mapping[str, Mapping[str, int]]
+    project_id: str | None = None
+    user_id: str | None = None
+    consumer_type: str | None = None
+    generation: int | None = None
+    check_generation: bool = False
+
+
+@dataclass(frozen=True)
+class LockedConsumer:
+    """A consumer row this transaction holds the lock of (``id`` None: absent)."""
+
+    uuid: str
+    id: int | None
+    generation: int | None
+
+
+@dataclass
+class ConsumerSet:
+    """The locked consumers of one write, and the ids of the owners they name."""
+
+    by_uuid: dict[str, LockedConsumer] = field(default_factory=dict)
+    projects: dict[str, int] = field(default_factory=dict)
+    users: dict[str, int] = field(default_factory=dict)
+    types: dict[str, int] = field(default_factory=dict)
+
+    def ids(self) -> list[int]:
+        return [c.id for c in self.by_uuid.values() if c.id is not None]
+
+
+def generation_conflict(expected: int | None, given: int | None) -> errors.ConcurrentUpdate:
+    wanted = "null" if expected is None else str(expected)
+    return errors.ConcurrentUpdate(
+        f"consumer generation conflict - expected {wanted} but got {given}",
+        conflict=errors.CONFLICT_CONSUMER_GENERATION,
+    )
+
+
+async def _ids_by_name(
+    session: AsyncSession, model: Any, column: InstrumentedAttribute[str], names: Iterable[str]
+) -> dict[str, int]:
+    """Ids of the rows named ``names``, inserting the missing ones (race-safe)."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return {}
+    query = select(column, model.id).where(column.in_(wanted))
+    found: dict[str, int] = dict((await session.execute(query)).all())
+    missing = [name for name in wanted if name not in found]
+    if missing:
+        rows = [{column.key: name} for name in missing]
+        await insert_ignoring_duplicates(session, model.__table__, rows)
+        found = dict((await session.execute(query)).all())
+    return found
+
+
+async def _owner_ids(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> ConsumerSet:
+    writing = [claim for claim in claims if claim.allocations]
+    projects = {claim.project_id or INCOMPLETE_PROJECT_ID for claim in writing}
+    users = {claim.user_id or INCOMPLETE_USER_ID for claim in writing}
+    types = {claim.consumer_type for claim in writing if claim.consumer_type}
+    return ConsumerSet(
+        types=await _ids_by_name(session, ConsumerType, ConsumerType.name, types),
+        projects=await _ids_by_name(session, Project, Project.external_id, projects),
+        users=await _ids_by_name(session, User, User.external_id, users),
+    )
+
+
+def _check_generation(claim: ConsumerClaim, current: int | None) -> None:
+    if claim.check_generation and claim.generation != current:
+        raise generation_conflict(current, claim.generation)
+
+
+async def _lock_row(session: AsyncSession, uuid: str) -> tuple[int, int] | None:
+    query = (
+        select(Consumer.id, Consumer.generation).where(Consumer.uuid == uuid).with_for_update()
+    )
+    row = (await session.execute(query)).first()
+    return (row.id, row.generation) if row else None
+
+
+async def _insert_if_absent(
+    session: AsyncSession, claim: ConsumerClaim, owners: ConsumerSet
+) -> int | None:
+    """Insert the consumer; None when a concurrent request inserted it first."""
+    values = {
+        "uuid": claim.uuid,
+        "project_id": owners.projects[claim.project_id or INCOMPLETE_PROJECT_ID],
+        "user_id": owners.users[claim.user_id or INCOMPLETE_USER_ID],
+        "consumer_type_id": owners.types.get(claim.consumer_type or ""),
+        "generation": 0,
+    }
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    statement = (
+        dialect.insert(Consumer)
+        .values(values)
+        .on_conflict_do_nothing(index_elements=["uuid"])
+        .returning(Consumer.id)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def _lock_or_create(
+    session: AsyncSession, claim: ConsumerClaim, owners: ConsumerSet
+) -> LockedConsumer:
+    for _ in range(_CREATE_ATTEMPTS):
+        row = await _lock_row(session, claim.uuid)
+        _check_generation(claim, row[1] if row else None)
+        if row is not None:
+            return LockedConsumer(claim.uuid, id=row[0], generation=row[1])
+        if not claim.allocations:
+            return LockedConsumer(claim.uuid, id=None, generation=None)
+        new_id = await _insert_if_absent(session, claim, owners)
+        if new_id is not None:
+            return LockedConsumer(claim.uuid, id=new_id, generation=0)
+    raise errors.ConcurrentUpdate(
+        f"consumer generation conflict - consumer {claim.uuid} was created and removed "
+        "by concurrent requests; re-read it and retry",
+        conflict=errors.CONFLICT_CONSUMER_GENERATION,
+    )
+
+
+async def lock(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> ConsumerSet:
+    """Lock (or create) every claimed consumer and check the generations given.
+
+    A consumer that holds nothing and is given nothing is left absent. A new
+    consumer is inserted at generation 0; ``settle`` bumps it to 1.
+    """
+    consumers = await _owner_ids(session, claims)
+    for claim in sorted(claims, key=lambda c: c.uuid):
+        consumers.by_uuid[claim.uuid] = await _lock_or_create(session, claim, consumers)
+    return consumers
+
+
+def _new_owner_values(claim: ConsumerClaim, consumers: ConsumerSet) -> dict[str, Any]:
+    values: dict[str, Any] = {"generation": Consumer.generation + 1, "updated_at": now()}
+    if claim.project_id is not None:
+        values["project_id"] = consumers.projects[claim.project_id]
+    if claim.user_id is not None:
+        values["user_id"] = consumers.users[claim.user_id]
+    if claim.consumer_type is not None:
+        values["consumer_type_id"] = consumers.types[claim.consumer_type]
+    return values
+
+
+async def settle(
+    session: AsyncSession, claims: Sequence[ConsumerClaim], consumers: ConsumerSet
+) -> None:
+    """After the allocation rows are written: bump the generation (and owner)
+    of each consumer that still holds something, remove those that do not."""
+    emptied = []
+    for claim in claims:
+        consumer = consumers.by_uuid[claim.uuid]
+        if consumer.id is None:
+            continue
+        if not claim.allocations:
+            emptied.append(consumer.id)
+            continue
+        await session.execute(
+            update(Consumer)
+            .where(Consumer.id == consumer.id)
+            .values(_new_owner_values(claim, consumers))
+        )
+    if emptied:
+        await session.execute(delete(Consumer).where(Consumer.id.in_(emptied)))
+

@@ -1,0 +1,124 @@
+"""Host states from a candidates answer: hosts, trees, sharing providers, consumption."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.client import CandidatesResponse
+from scheduler.host_state import HostMetadata, build_hosts
+from tests.scheduler.factories import Node, hosts_for, uuid_of
+
+CN, NUMA0, NUMA1, SHARED = (uuid_of(n) for n in ("cn", "cn-numa0", "cn-numa1", "nfs"))
+
+
+def _summary(
+    root: str, parent: str | None, resources: dict[str, tuple[int, int]], traits: list[str]
+) -> dict[str, Any]:
+    return {
+        "resources": {rc: {"capacity": c, "used": u} for rc, (c, u) in resources.items()},
+        "traits": traits,
+        "parent_provider_uuid": parent,
+        "root_provider_uuid": root,
+    }
+
+
+def nested_with_sharing() -> CandidatesResponse:
+    """A compute node with two NUMA children, and an NFS pool shared through an aggregate."""
+    return CandidatesResponse.model_validate(
+        {
+            "allocation_requests": [
+                {
+                    "allocations": {
+                        numa: {"resources": {"VCPU": 2, "MEMORY_MB": 1024}},
+                        SHARED: {"resources": {"DISK_GB": 100}},
+                    },
+                    "mappings": {"": [numa, SHARED]},
+                }
+                for numa in (NUMA0, NUMA1)
+            ],
+            "provider_summaries": {
+                CN: _summary(CN, None, {}, ["HW_ARCH_X86_64"]),
+                NUMA0: _summary(CN, CN, {"VCPU": (8, 7), "MEMORY_MB": (4096, 0)}, []),
+                NUMA1: _summary(CN, CN, {"VCPU": (8, 0), "MEMORY_MB": (4096, 3000)}, []),
+                SHARED: _summary(
+                    SHARED, None, {"DISK_GB": (1000, 850)}, ["MISC_SHARES_VIA_AGGREGATE"]
+                ),
+            },
+        }
+    )
+
+
+def test_a_host_is_the_root_of_the_non_shared_providers() -> None:
+    (host,) = build_hosts(nested_with_sharing(), {CN: HostMetadata(name="cn")})
+    assert host.uuid == CN
+    assert host.name == "cn"
+    assert set(host.tree) == {CN, NUMA0, NUMA1}
+    assert len(host.requests) == 2
+    assert host.traits == {"HW_ARCH_X86_64"}
+
+
+def test_free_capacity_sums_the_tree_and_excludes_shared_storage() -> None:
+    (host,) = build_hosts(nested_with_sharing(), {})
+    assert host.free("VCPU") == (8 - 7) + (8 - 0)
+    assert host.free("MEMORY_MB") == 4096 + (4096 - 3000)
+    assert host.free("DISK_GB") == 0
+
+
+def test_the_first_request_that_still_fits_is_chosen() -> None:
+    (host,) = build_hosts(nested_with_sharing(), {})
+    request = host.fitting_request()
+    assert request is not None
+    assert NUMA1 in request.allocations  # NUMA0 has only 1 VCPU left
+
+
+def test_consuming_leaves_the_host_without_room_and_says_why() -> None:
+    (host,) = build_hosts(nested_with_sharing(), {})
+    request = host.fitting_request()
+    assert request is not None
+    host.consume(request)
+    assert host.fitting_request() is None
+    assert host.shortfall() == f"VCPU needs 2, 1 left on provider {NUMA0}"
+
+
+def test_shared_storage_consumed_through_one_host_is_gone_for_the_other() -> None:
+    other = uuid_of("cn-b")
+    response = CandidatesResponse.model_validate(
+        {
+            "allocation_requests": [
+                {
+                    "allocations": {
+                        cn: {"resources": {"VCPU": 1}},
+                        SHARED: {"resources": {"DISK_GB": 100}},
+                    }
+                }
+                for cn in (CN, other)
+            ],
+            "provider_summaries": {
+                CN: _summary(CN, None, {"VCPU": (8, 0)}, []),
+                other: _summary(other, None, {"VCPU": (8, 0)}, []),
+                SHARED: _summary(
+                    SHARED, None, {"DISK_GB": (1000, 850)}, ["MISC_SHARES_VIA_AGGREGATE"]
+                ),
+            },
+        }
+    )
+    first, second = build_hosts(response, {})
+    request = first.fitting_request()
+    assert request is not None
+    first.consume(request)
+    assert second.fitting_request() is None
+    assert second.shortfall() == f"DISK_GB needs 100, 50 left on provider {SHARED}"
+
+
+def test_consumption_counts_an_instance_when_counts_are_known() -> None:
+    (host,) = hosts_for([Node("h", num_instances=4)], {"VCPU": 1})
+    request = host.fitting_request()
+    assert request is not None
+    host.consume(request)
+    assert host.num_instances == 5
+
+
+def test_unknown_metadata_falls_back_to_the_uuid_as_name() -> None:
+    (host,) = build_hosts(nested_with_sharing(), {})
+    assert host.name == CN
+    assert host.availability_zone == "nova"

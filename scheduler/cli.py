@@ -84,6 +84,7 @@ def schedule(
     group_policy: Annotated[str, typer.Option(help="affinity, anti-affinity, soft-...")] = (
         "anti-affinity"
     ),
+    group_name: Annotated[str | None, typer.Option(help="Shown in explanations.")] = None,
     same_host: Annotated[list[str], typer.Option(help="Consumer uuid.")] = [],  # noqa: B006
     different_host: Annotated[list[str], typer.Option(help="Consumer uuid.")] = [],  # noqa: B006
     force_host: Annotated[list[str], typer.Option()] = [],  # noqa: B006
@@ -103,7 +104,7 @@ def schedule(
         "ignore_hosts": ignore_host,
     }
     if group:
-        hints["group"] = {"uuid": group, "policy": group_policy}
+        hints["group"] = {"uuid": group, "policy": group_policy, "name": group_name}
     body: dict[str, Any] = {
         "resources": resources,
         "required_traits": [t.upper() for t in required_trait],

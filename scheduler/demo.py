@@ -222,7 +222,6 @@ async def _demo(work: Path, api_url: str, scheduler_url: str, instances: int, se
             console.print("[yellow]it was placed after all (the group has room)[/yellow]")
         except NoValidHostError as exc:
             render_explanation(console, exc.explanation)
-            console.print(f"\n[bold]{exc.detail}[/bold]")
 
 
 def main(

@@ -88,15 +88,20 @@ def _render_filters(console: Console, instance: InstanceExplanation) -> None:
 def _render_weights(console: Console, instance: InstanceExplanation) -> None:
     if not instance.weighed:
         return
-    weighers = [term.weigher for term in instance.weighed[0].terms]
-    table = Table(title="Best hosts (weighted = normalised x multiplier)")
+    # A weigher with raw 0 everywhere (a group weigher without a group) only adds noise.
+    shown = [
+        index
+        for index, term in enumerate(instance.weighed[0].terms)
+        if any(host.terms[index].raw for host in instance.weighed)
+    ]
+    table = Table(title="Best hosts (weighted = normalised x multiplier (raw))")
     table.add_column("host")
     table.add_column("total", justify="right")
-    for name in weighers:
-        table.add_column(name, justify="right")
+    for index in shown:
+        table.add_column(instance.weighed[0].terms[index].weigher, justify="right")
     chosen = instance.chosen.uuid if instance.chosen else None
     for host in instance.weighed:
         label = f"[bold green]{host.host} *[/bold green]" if host.uuid == chosen else host.host
-        cells = [f"{t.weighted:+.3f} ({t.raw:g})" for t in host.terms]
+        cells = [f"{host.terms[i].weighted:+.3f} ({host.terms[i].raw:g})" for i in shown]
         table.add_row(label, f"{host.total:.3f}", *cells)
     console.print(table)

@@ -144,11 +144,13 @@ async def test_old_writers_racing_on_one_new_consumer_are_serialised(
     rp = await provider_with(api, {"VCPU": {"total": 1000}})
     consumer = new_uuid()
 
-    async def old_put(amount: int) -> Response:
+    async def old_put(target: str, amount: int) -> Response:
         body = {"allocations": {rp: {"resources": {"VCPU": amount}}}, "project_id": "p", "user_id": "u"}
-        return await api.put(f"/allocations/{consumer}", json=body, version="1.27")
+        return await api.put(f"/allocations/{target}", json=body, version="1.27")
 
-    responses = await asyncio.gather(*(old_put(n) for n in range(1, 21)))
+    # The owner rows exist already, so the racers collide on the consumer row itself.
+    assert (await old_put(new_uuid(), 1)).status_code == 204
+    responses = await asyncio.gather(*(old_put(consumer, n) for n in range(1, 21)))
     assert _outcomes(responses) == {(204, None): 20}
     assert (await held(api, consumer))["consumer_generation"] == 20
     await _consistent(settings)

@@ -135,6 +135,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.parametrize("live_placement", ["sqlite"], indirect=True)  # the CLI, not the DB
 async def test_cli_prints_the_decision_and_the_explanation(
     cloud: Cloud, scheduler_process: str
 ) -> None:

@@ -43,7 +43,8 @@ def parse_resources(text: str) -> dict[str, int]:
         name, sep, amount_text = item.partition(":")
         name = name.strip()
         if not sep or not name:
-            raise errors.BadRequest(_RESOURCES_FORM.format(got=got))
+            # Upstream names the malformed item ("Got: ." for a trailing comma).
+            raise errors.BadRequest(_RESOURCES_FORM.format(got=item if text else got))
         try:
             amount = int(amount_text)
         except ValueError as exc:

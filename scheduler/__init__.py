@@ -1,0 +1,1 @@
+"""The scheduler service: Placement candidates -> filters -> weighers -> claim, explained."""

@@ -9,6 +9,8 @@ instance cannot be placed, the claims already made for it are released.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -37,6 +39,8 @@ from scheduler.query import candidates_query, query_string
 from scheduler.results import Alternate, ProviderRef, ScheduleResponse, Selection
 from scheduler.settings import SchedulerSettings
 from scheduler.spec import ScheduleRequest, resource_request
+
+LOG = logging.getLogger(__name__)
 
 
 class NoValidHostError(Exception):
@@ -97,16 +101,27 @@ class Scheduler:
         except _UnplaceableError as exc:
             explanation.failure = Failure(stage=exc.stage, reason=exc.reason)
             raise NoValidHostError(explanation, instances) from None
+        consumers = [str(c) for c in spec.consumer_uuids]
         placed: list[_Placed] = []
-        for index, consumer in enumerate(str(c) for c in spec.consumer_uuids):
-            try:
+        try:
+            for consumer in consumers:
                 placed.append(await self._place(consumer, spec, hosts, context, explanation))
-            except _UnplaceableError as exc:
-                explanation.failure = Failure(
-                    stage=exc.stage, reason=exc.reason, instance_index=index, consumer_uuid=consumer
-                )
-                await self._roll_back(placed, explanation)
-                raise NoValidHostError(explanation, instances) from None
+        except _UnplaceableError as exc:
+            index = len(placed)
+            explanation.failure = Failure(
+                stage=exc.stage,
+                reason=exc.reason,
+                instance_index=index,
+                consumer_uuid=consumers[index],
+            )
+            await self._roll_back(placed, explanation)
+            raise NoValidHostError(explanation, instances) from None
+        except BaseException:
+            # Placement failed or the request was cancelled: the claim in flight may have
+            # been written even though its answer was lost, so it is given back too.
+            in_flight = consumers[len(placed)]
+            await asyncio.shield(self._roll_back(placed, explanation, in_flight))
+            raise
         if spec.hints.group is not None:
             for entry in placed:
                 self.ledger.record(str(spec.hints.group.uuid), entry.consumer, entry.host.uuid)
@@ -283,16 +298,21 @@ class Scheduler:
             alternates.append(Alternate(provider=provider, allocation_request=request))
         return alternates
 
-    async def _roll_back(self, placed: list[_Placed], explanation: Explanation) -> None:
-        if not placed:
+    async def _roll_back(
+        self, placed: list[_Placed], explanation: Explanation, *in_flight: str
+    ) -> None:
+        consumers = [entry.consumer for entry in placed] + list(in_flight)
+        if not consumers:
             return
-        result = await self.claimer.release([entry.consumer for entry in placed])
+        result = await self.claimer.release(consumers)
         for entry in placed:
             self.directory.note_consumer(entry.host.uuid, -1)
         explanation.released = result.released
-        if result.failed and explanation.failure is not None:
+        if result.failed:
             failed = "; ".join(f"{c}: {why}" for c, why in result.failed.items())
-            explanation.failure.reason += f" (could not release {failed})"
+            LOG.error("claims of a failed request could not be released: %s", failed)
+            if explanation.failure is not None:
+                explanation.failure.reason += f" (could not release {failed})"
 
 
 def _claims_failed(claim: ClaimResult) -> str:

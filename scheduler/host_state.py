@@ -15,7 +15,7 @@ has) come in a ``HostMetadata`` per host, gathered by ``directory``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scheduler.client import AllocationRequest, CandidatesResponse, ProviderSummary
@@ -85,13 +85,14 @@ class HostState:
     aggregate_metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
     num_instances: int | None = None
 
-    def total(self, resource_class: str, attribute: str) -> int:
-        found = (self.book.usage(rp, resource_class) for rp in self.tree)
-        return sum(getattr(usage, attribute) for usage in found if usage is not None)
-
     def free(self, resource_class: str) -> int:
         """Capacity under the allocation ratio minus usage, summed over the tree."""
-        return self.total(resource_class, "free")
+        free = 0
+        for rp in self.tree:
+            usage = self.book.usage(rp, resource_class)
+            if usage is not None:
+                free += usage.capacity - usage.used
+        return free
 
     def fitting_request(self) -> AllocationRequest | None:
         return next((r for r in self.requests if self.book.shortfall(r) is None), None)
@@ -162,7 +163,3 @@ def _trees(summaries: Mapping[str, ProviderSummary]) -> dict[str, tuple[str, ...
     for rp, summary in summaries.items():
         trees.setdefault(summary.root_provider_uuid, []).append(rp)
     return {root: tuple(members) for root, members in trees.items()}
-
-
-def names_of(hosts: Iterable[HostState]) -> list[str]:
-    return [host.name for host in hosts]

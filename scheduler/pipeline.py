@@ -38,11 +38,34 @@ class Term:
         return self.normalised * self.multiplier
 
 
+@dataclass(frozen=True)
+class _Scores:
+    """Every weigher's raw and normalised values, one column per weigher."""
+
+    names: tuple[str, ...]
+    multipliers: tuple[float, ...]
+    raw: tuple[list[float], ...]
+    normalised: tuple[list[float], ...]
+
+
 @dataclass(slots=True)
 class WeighedHost:
     host: HostState
     total: float
-    terms: tuple[Term, ...]
+    scores: _Scores
+    index: int
+
+    @property
+    def terms(self) -> tuple[Term, ...]:
+        """Built on demand: only the reported hosts need them."""
+        i = self.index
+        scores = self.scores
+        return tuple(
+            Term(name, raw[i], normalised[i], multiplier)
+            for name, multiplier, raw, normalised in zip(
+                scores.names, scores.multipliers, scores.raw, scores.normalised, strict=True
+            )
+        )
 
     def report(self) -> HostWeights:
         return HostWeights(
@@ -158,19 +181,21 @@ class Pipeline:
         """The hosts, best first (ties keep Placement's order)."""
         if not hosts:
             return []
-        columns: list[list[Term]] = []
-        for enabled in self.weighers:
-            raw = [enabled.plugin.raw_weight(host, context) for host in hosts]
-            columns.append(
-                [
-                    Term(enabled.plugin.name, value, scaled, enabled.multiplier)
-                    for value, scaled in zip(raw, normalise(raw), strict=True)
-                ]
-            )
-        weighed = []
-        for index, host in enumerate(hosts):
-            terms = tuple(column[index] for column in columns)
-            weighed.append(WeighedHost(host, sum(t.weighted for t in terms), terms))
+        raw = tuple([w.plugin.raw_weight(host, context) for host in hosts] for w in self.weighers)
+        scores = _Scores(
+            names=tuple(w.plugin.name for w in self.weighers),
+            multipliers=tuple(w.multiplier for w in self.weighers),
+            raw=raw,
+            normalised=tuple(normalise(column) for column in raw),
+        )
+        totals = [0.0] * len(hosts)
+        for multiplier, column in zip(scores.multipliers, scores.normalised, strict=True):
+            for index, value in enumerate(column):
+                totals[index] += value * multiplier
+        weighed = [
+            WeighedHost(host, total, scores, index)
+            for index, (host, total) in enumerate(zip(hosts, totals, strict=True))
+        ]
         weighed.sort(key=lambda entry: entry.total, reverse=True)
         return weighed
 

@@ -17,13 +17,14 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 import httpx
-from fastapi import Depends, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from scheduler.client import PlacementClient, PlacementError
 from scheduler.engine import NoValidHostError, PlacementRejectedError, Scheduler
+from scheduler.explain import InstanceExplanation
 from scheduler.metrics import Metrics
 from scheduler.pipeline import Pipeline
 from scheduler.plugins import FILTERS, WEIGHERS
@@ -72,6 +73,97 @@ SchedulerDep = Annotated[Scheduler, Depends(_scheduler)]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 
 
+router = APIRouter()
+
+
+@router.post(
+    "/v1/schedule",
+    operation_id="schedule",
+    response_model=ScheduleResponse,
+    responses={
+        400: {"model": ErrorBody, "description": "The request is invalid."},
+        409: {"model": NoValidHostBody, "description": "No valid host, with explanation."},
+        502: {"model": ErrorBody, "description": "Placement answered unexpectedly."},
+        503: {"model": ErrorBody, "description": "Placement could not be reached."},
+    },
+)
+async def schedule(
+    body: ScheduleRequest, scheduler: SchedulerDep, metrics: MetricsDep
+) -> ScheduleResponse | JSONResponse:
+    """Choose a host for each instance, claim it, and explain the decision."""
+    started = time.perf_counter()
+    try:
+        result = await scheduler.schedule(body)
+    except NoValidHostError as exc:
+        metrics.decisions.labels("no_valid_host").inc()
+        if exc.explanation.failure is not None:
+            metrics.no_valid_host.labels(exc.explanation.failure.stage).inc()
+        _count_conflicts(metrics, exc.explanation.instances)
+        explanation = exc.explanation.model_dump(mode="json")
+        return _error(409, NO_VALID_HOST, exc.message, explanation=explanation)
+    finally:
+        metrics.decision_seconds.observe(time.perf_counter() - started)
+    metrics.decisions.labels("placed").inc()
+    metrics.instances.inc(len(result.selections))
+    _count_conflicts(metrics, result.explanation.instances)
+    return result
+
+
+@router.post("/v1/release", operation_id="release", response_model=ReleaseResponse)
+async def release(body: ReleaseRequest, scheduler: SchedulerDep) -> ReleaseResponse:
+    """Give back the consumers' claims (delete their allocations in Placement)."""
+    result = await scheduler.release([str(c) for c in body.consumer_uuids])
+    if result.failed:
+        consumer, why = next(iter(result.failed.items()))
+        raise PlacementError("DELETE", f"/allocations/{consumer}", None, why)
+    return ReleaseResponse(released=result.released, not_found=result.not_found)
+
+
+@router.get("/v1/filters", operation_id="list_filters", response_model=FiltersResponse)
+async def filters(scheduler: SchedulerDep) -> FiltersResponse:
+    """The enabled filters in the order they run."""
+    enabled = [
+        FilterInfo(
+            name=f.name,
+            description=f.description,
+            position=i,
+            runs_on_forced_hosts=f.runs_on_forced_hosts,
+        )
+        for i, f in enumerate(scheduler.pipeline.filters)
+    ]
+    return FiltersResponse(enabled=enabled, available=sorted(FILTERS))
+
+
+@router.get("/v1/weighers", operation_id="list_weighers", response_model=WeighersResponse)
+async def weighers(scheduler: SchedulerDep) -> WeighersResponse:
+    """The weighers that count (multiplier not 0) and their effective multipliers."""
+    enabled = [
+        WeigherInfo(
+            name=w.plugin.name,
+            description=w.plugin.description,
+            position=i,
+            multiplier=w.multiplier,
+        )
+        for i, w in enumerate(scheduler.pipeline.weighers)
+    ]
+    strategy = scheduler.settings.strategy
+    return WeighersResponse(strategy=strategy, enabled=enabled, available=sorted(WEIGHERS))
+
+
+@router.get("/health", operation_id="health")
+async def health(scheduler: SchedulerDep) -> JSONResponse:
+    """200 when Placement answers, 503 when it does not."""
+    reachable = await scheduler.client.ping()
+    body = {"status": "ok" if reachable else "degraded", "placement_reachable": reachable}
+    return JSONResponse(body, status_code=200 if reachable else 503)
+
+
+@router.get("/metrics", operation_id="metrics", response_class=Response)
+async def metrics(metrics: MetricsDep) -> Response:
+    """Prometheus metrics."""
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
 def create_app(
     settings: SchedulerSettings | None = None,
     *,
@@ -102,96 +194,11 @@ def create_app(
     )
     app.state.metrics = Metrics()
     _install_error_handlers(app)
-    _add_routes(app, settings, pipeline)
+    app.include_router(router)
     return app
 
 
-def _add_routes(app: FastAPI, settings: SchedulerSettings, pipeline: Pipeline) -> None:
-    @app.post(
-        "/v1/schedule",
-        operation_id="schedule",
-        response_model=ScheduleResponse,
-        responses={
-            400: {"model": ErrorBody, "description": "The request is invalid."},
-            409: {"model": NoValidHostBody, "description": "No valid host, with explanation."},
-            502: {"model": ErrorBody, "description": "Placement answered unexpectedly."},
-            503: {"model": ErrorBody, "description": "Placement could not be reached."},
-        },
-    )
-    async def schedule(
-        body: ScheduleRequest, scheduler: SchedulerDep, metrics: MetricsDep
-    ) -> ScheduleResponse | JSONResponse:
-        """Choose a host for each instance, claim it, and explain the decision."""
-        started = time.perf_counter()
-        try:
-            result = await scheduler.schedule(body)
-        except NoValidHostError as exc:
-            metrics.decisions.labels("no_valid_host").inc()
-            if exc.explanation.failure is not None:
-                metrics.no_valid_host.labels(exc.explanation.failure.stage).inc()
-            _count_conflicts(metrics, exc.explanation.instances)
-            explanation = exc.explanation.model_dump(mode="json")
-            return _error(409, NO_VALID_HOST, exc.message, explanation=explanation)
-        finally:
-            metrics.decision_seconds.observe(time.perf_counter() - started)
-        metrics.decisions.labels("placed").inc()
-        metrics.instances.inc(len(result.selections))
-        _count_conflicts(metrics, result.explanation.instances)
-        return result
-
-    @app.post("/v1/release", operation_id="release", response_model=ReleaseResponse)
-    async def release(body: ReleaseRequest, scheduler: SchedulerDep) -> ReleaseResponse:
-        """Give back the consumers' claims (delete their allocations in Placement)."""
-        result = await scheduler.release([str(c) for c in body.consumer_uuids])
-        if result.failed:
-            consumer, why = next(iter(result.failed.items()))
-            raise PlacementError("DELETE", f"/allocations/{consumer}", None, why)
-        return ReleaseResponse(released=result.released, not_found=result.not_found)
-
-    @app.get("/v1/filters", operation_id="list_filters", response_model=FiltersResponse)
-    async def filters() -> FiltersResponse:
-        """The enabled filters in the order they run."""
-        enabled = [
-            FilterInfo(
-                name=f.name,
-                description=f.description,
-                position=i,
-                runs_on_forced_hosts=f.runs_on_forced_hosts,
-            )
-            for i, f in enumerate(pipeline.filters)
-        ]
-        return FiltersResponse(enabled=enabled, available=sorted(FILTERS))
-
-    @app.get("/v1/weighers", operation_id="list_weighers", response_model=WeighersResponse)
-    async def weighers() -> WeighersResponse:
-        """The weighers that count (multiplier not 0) and their effective multipliers."""
-        enabled = [
-            WeigherInfo(
-                name=w.plugin.name,
-                description=w.plugin.description,
-                position=i,
-                multiplier=w.multiplier,
-            )
-            for i, w in enumerate(pipeline.weighers)
-        ]
-        return WeighersResponse(
-            strategy=settings.strategy, enabled=enabled, available=sorted(WEIGHERS)
-        )
-
-    @app.get("/health", operation_id="health")
-    async def health(scheduler: SchedulerDep) -> JSONResponse:
-        """200 when Placement answers, 503 when it does not."""
-        reachable = await scheduler.client.ping()
-        body = {"status": "ok" if reachable else "degraded", "placement_reachable": reachable}
-        return JSONResponse(body, status_code=200 if reachable else 503)
-
-    @app.get("/metrics", operation_id="metrics", response_class=Response)
-    async def metrics(metrics: MetricsDep) -> Response:
-        """Prometheus metrics."""
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-
-def _count_conflicts(metrics: Metrics, instances: list[Any]) -> None:
+def _count_conflicts(metrics: Metrics, instances: list[InstanceExplanation]) -> None:
     conflicts = sum(1 for i in instances for a in i.claims if a.outcome == "conflict")
     if conflicts:
         metrics.claim_conflicts.inc(conflicts)

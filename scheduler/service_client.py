@@ -80,10 +80,11 @@ class SchedulerClient:
 
     @staticmethod
     def _ok(response: httpx.Response) -> Any:
-        if response.status_code != 200:
-            try:
-                first = response.json()["errors"][0]
-                raise SchedulerServiceError(response.status_code, first["code"], first["detail"])
-            except (ValueError, KeyError, IndexError, TypeError):
-                raise SchedulerServiceError(response.status_code, "", response.text) from None
-        return response.json()
+        if response.status_code == 200:
+            return response.json()
+        try:
+            first = response.json()["errors"][0]
+            code, detail = str(first["code"]), str(first["detail"])
+        except (ValueError, KeyError, IndexError, TypeError):
+            code, detail = "", response.text
+        raise SchedulerServiceError(response.status_code, code, detail)

@@ -94,7 +94,9 @@ async def for_consumer(session: AsyncSession, consumer_uuid: str) -> ConsumerAll
                 generation=row.consumer_generation,
                 consumer_type=row.consumer_type,
             )
-        share = result.providers.setdefault(row.provider_uuid, ProviderShare(row.provider_generation))
+        share = result.providers.setdefault(
+            row.provider_uuid, ProviderShare(row.provider_generation)
+        )
         share.resources[row.resource_class] = row.used
         result.last_modified = newest(result.last_modified, row.created_at, row.updated_at)
     return result

@@ -202,7 +202,9 @@ async def lock_providers(
     return generations
 
 
-async def _inventory_slots(session: AsyncSession, provider_ids: set[int]) -> dict[Slot, InventorySlot]:
+async def _inventory_slots(
+    session: AsyncSession, provider_ids: set[int]
+) -> dict[Slot, InventorySlot]:
     # Plain columns, not ORM objects: the identity map would hand back stale rows.
     rows = await session.execute(
         select(
@@ -248,9 +250,7 @@ class _Namer:
         )
 
 
-def _check_units(
-    wanted: list[Row], slots: dict[Slot, InventorySlot], namer: _Namer
-) -> None:
+def _check_units(wanted: list[Row], slots: dict[Slot, InventorySlot], namer: _Namer) -> None:
     for row in sorted(wanted, key=lambda r: (namer.providers[r.provider_id], r.class_id)):
         slot = slots.get(row.slot)
         if slot is None:
@@ -262,7 +262,7 @@ def _check_units(
             raise namer.cannot_create(row.slot, "violate inventory constraints")
 
 
-def usage_changes(held: Iterable[Row], wanted: Iterable[Row]) -> dict[Slot, int]:
+def _usage_changes(held: Iterable[Row], wanted: Iterable[Row]) -> dict[Slot, int]:
     """Net change of usage per (provider, class): what is wanted minus what was held."""
     changes: dict[Slot, int] = defaultdict(int)
     for row in held:
@@ -309,7 +309,7 @@ async def _apply_usage(
     statement = (
         update(table)
         .where(table.c.id == bindparam("inventory_id"))
-        .values(used=table.c.used + bindparam("change"), updated_at=now())
+        .values(used=table.c.used + bindparam("change"))
     )
     await session.execute(
         statement,
@@ -323,7 +323,7 @@ async def write(session: AsyncSession, plan: ClaimPlan) -> None:
     slots = await _inventory_slots(session, plan.touched_provider_ids())
     namer = _Namer(plan)
     _check_units(wanted, slots, namer)
-    changes = usage_changes(plan.held, wanted)
+    changes = _usage_changes(plan.held, wanted)
     _check_capacity(changes, slots, namer)
     await _rewrite_rows(session, plan, wanted)
     await _apply_usage(session, changes, slots)

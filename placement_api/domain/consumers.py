@@ -62,7 +62,6 @@ class LockedConsumer:
 
     uuid: str
     id: int | None
-    generation: int | None
 
 
 @dataclass
@@ -78,7 +77,7 @@ class ConsumerSet:
         return [c.id for c in self.by_uuid.values() if c.id is not None]
 
 
-def generation_conflict(expected: int | None, given: int | None) -> errors.ConcurrentUpdate:
+def _generation_conflict(expected: int | None, given: int | None) -> errors.ConcurrentUpdate:
     wanted = "null" if expected is None else str(expected)
     return errors.ConcurrentUpdate(
         f"consumer generation conflict - expected {wanted} but got {given}",
@@ -117,13 +116,11 @@ async def _owner_ids(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> 
 
 def _check_generation(claim: ConsumerClaim, current: int | None) -> None:
     if claim.check_generation and claim.generation != current:
-        raise generation_conflict(current, claim.generation)
+        raise _generation_conflict(current, claim.generation)
 
 
 async def _lock_row(session: AsyncSession, uuid: str) -> tuple[int, int] | None:
-    query = (
-        select(Consumer.id, Consumer.generation).where(Consumer.uuid == uuid).with_for_update()
-    )
+    query = select(Consumer.id, Consumer.generation).where(Consumer.uuid == uuid).with_for_update()
     row = (await session.execute(query)).first()
     return (row.id, row.generation) if row else None
 
@@ -156,12 +153,12 @@ async def _lock_or_create(
         row = await _lock_row(session, claim.uuid)
         _check_generation(claim, row[1] if row else None)
         if row is not None:
-            return LockedConsumer(claim.uuid, id=row[0], generation=row[1])
+            return LockedConsumer(claim.uuid, id=row[0])
         if not claim.allocations:
-            return LockedConsumer(claim.uuid, id=None, generation=None)
+            return LockedConsumer(claim.uuid, id=None)
         new_id = await _insert_if_absent(session, claim, owners)
         if new_id is not None:
-            return LockedConsumer(claim.uuid, id=new_id, generation=0)
+            return LockedConsumer(claim.uuid, id=new_id)
     raise errors.ConcurrentUpdate(
         f"consumer generation conflict - consumer {claim.uuid} was created and removed "
         "by concurrent requests; re-read it and retry",
@@ -212,4 +209,3 @@ async def settle(
         )
     if emptied:
         await session.execute(delete(Consumer).where(Consumer.id.in_(emptied)))
-

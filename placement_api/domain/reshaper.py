@@ -46,7 +46,9 @@ class InventoryReshape:
     inventories: Mapping[str, InventoryLimits]
 
 
-async def _target_ids(session: AsyncSession, reshapes: Sequence[InventoryReshape]) -> dict[str, int]:
+async def _target_ids(
+    session: AsyncSession, reshapes: Sequence[InventoryReshape]
+) -> dict[str, int]:
     uuids = [reshape.uuid for reshape in reshapes]
     rows = await session.execute(
         select(ResourceProvider.uuid, ResourceProvider.id).where(ResourceProvider.uuid.in_(uuids))
@@ -123,7 +125,10 @@ def _limit_values(limits: InventoryLimits) -> dict[str, object]:
 
 
 async def _add_and_change(
-    session: AsyncSession, provider_id: int, wanted: Mapping[str, InventoryLimits], class_ids: dict[str, int]
+    session: AsyncSession,
+    provider_id: int,
+    wanted: Mapping[str, InventoryLimits],
+    class_ids: dict[str, int],
 ) -> None:
     """The interim step: the union of old and new inventories; usage is kept."""
     existing = await _inventory_rows(session, provider_id)
@@ -146,7 +151,9 @@ async def _add_and_change(
             )
 
 
-async def _remove_unwanted(session: AsyncSession, provider_id: int, reshape: InventoryReshape) -> None:
+async def _remove_unwanted(
+    session: AsyncSession, provider_id: int, reshape: InventoryReshape
+) -> None:
     """The final step: drop the inventories not asked for, unless still allocated."""
     existing = await _inventory_rows(session, provider_id)
     unwanted = {name: row for name, row in existing.items() if name not in reshape.inventories}

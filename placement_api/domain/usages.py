@@ -127,9 +127,9 @@ async def of_project_by_type(
         return ALL_CONSUMER_TYPES if folded else (type_name or UNKNOWN_CONSUMER_TYPE)
 
     groups: dict[str, TypeUsage] = {}
-    for type_name, count in (await session.execute(counts)):
+    for type_name, count in await session.execute(counts):
         groups.setdefault(group_of(type_name), TypeUsage()).consumer_count += int(count)
-    for class_name, type_name, total in (await session.execute(amounts)):
+    for class_name, type_name, total in await session.execute(amounts):
         group = groups[group_of(type_name)]
         group.amounts[class_name] = group.amounts.get(class_name, 0) + int(total)
     return groups

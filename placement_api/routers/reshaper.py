@@ -43,7 +43,9 @@ async def reshape(api: ApiDep, db: DbDep) -> Response:
         )
         for uuid, item in body.inventories.items()
     ]
-    allocations = [to_claim(parse_consumer_uuid(uuid), item) for uuid, item in body.allocations.items()]
+    allocations = [
+        to_claim(parse_consumer_uuid(uuid), item) for uuid, item in body.allocations.items()
+    ]
     async with db.write() as session:
         await reshaper.reshape(session, inventories, allocations)
     return Response(status_code=204)

@@ -26,7 +26,9 @@ CONSUMER_TYPE_PATTERN = r"^[A-Z0-9_]+$"
 GROUP_SUFFIX_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 
 
-def keyed_object(pattern: str, value_schema: dict[str, Any], *, min_properties: int) -> WithJsonSchema:
+def keyed_object(
+    pattern: str, value_schema: dict[str, Any], *, min_properties: int
+) -> WithJsonSchema:
     return WithJsonSchema(
         {
             "type": "object",

@@ -28,7 +28,9 @@ class Reshape(RequestModel):
     inventories: InventoriesByProvider
     allocations: Annotated[
         dict[str, ConsumerAllocations1_28],
-        keyed_object(UUID_KEY_PATTERN, ConsumerAllocations1_28.model_json_schema(), min_properties=0),
+        keyed_object(
+            UUID_KEY_PATTERN, ConsumerAllocations1_28.model_json_schema(), min_properties=0
+        ),
     ]
 
 
@@ -37,7 +39,9 @@ class Reshape1_34(Reshape):
 
     allocations: Annotated[  # type: ignore[assignment]
         dict[str, ConsumerAllocations1_34],
-        keyed_object(UUID_KEY_PATTERN, ConsumerAllocations1_34.model_json_schema(), min_properties=0),
+        keyed_object(
+            UUID_KEY_PATTERN, ConsumerAllocations1_34.model_json_schema(), min_properties=0
+        ),
     ]
 
 
@@ -46,7 +50,9 @@ class Reshape1_38(Reshape):
 
     allocations: Annotated[  # type: ignore[assignment]
         dict[str, ConsumerAllocations1_38],
-        keyed_object(UUID_KEY_PATTERN, ConsumerAllocations1_38.model_json_schema(), min_properties=0),
+        keyed_object(
+            UUID_KEY_PATTERN, ConsumerAllocations1_38.model_json_schema(), min_properties=0
+        ),
     ]
 
 

@@ -9,10 +9,13 @@ from typing import Any
 
 import httpx
 
-from agent.reporting_pass import Outcome
+from agent.discovery import RawHost, build_host_facts
+from agent.placement_client import PlacementClient
+from agent.reporter import Reporter, RetryPolicy
+from agent.reporting_pass import Outcome, plan_for
 from agent.state import AgentState, StateStore
 from tests.agent.conftest import one_pass
-from tests.agent.nodes import write_node
+from tests.agent.nodes import DATA, write_node
 
 
 def read(placement: httpx.Client, path: str) -> dict[str, Any]:
@@ -175,3 +178,35 @@ async def test_name_held_by_another_provider_fails_the_pass_clearly(
     assert result.error is not None
     assert other["uuid"] in result.error
     assert settings.provider_name in result.error
+
+
+async def test_numa_cells_are_reported_as_child_providers_of_the_root(
+    placement, agent_settings, tmp_path: Path
+):
+    settings = agent_settings(tmp_path / "unused.xml", numa_providers=True)
+    capabilities = (DATA / "capabilities-two-cells.xml").read_text()
+    facts = build_host_facts(
+        RawHost(
+            "numa-host", ["x86_64", 24576, 4, 2400, 2, 1, 2, 1], None, capabilities, None, [], 0
+        )
+    )
+    root_uuid = str(uuid.uuid4())
+    host_plan = plan_for(settings, facts, root_uuid)
+
+    async with PlacementClient.connect(settings.api_url, "admin", 10.0) as client:
+        reporter = Reporter(client, RetryPolicy())
+        for planned in host_plan.providers:
+            await reporter.sync(planned, frozenset())
+
+    tree = placement.get("/resource_providers", params={"in_tree": root_uuid}).json()
+    children = [p for p in tree["resource_providers"] if p["uuid"] != root_uuid]
+    assert sorted(p["name"] for p in children) == [
+        f"{settings.provider_name}_NUMA0",
+        f"{settings.provider_name}_NUMA1",
+    ]
+    assert {p["parent_provider_uuid"] for p in children} == {root_uuid}
+    cell_zero = next(p["uuid"] for p in children if p["name"].endswith("_NUMA0"))
+    assert inventories(placement, cell_zero)["MEMORY_MB"]["total"] == 16384
+    assert traits(placement, cell_zero) == {"HW_NUMA_ROOT"}
+    # Disk stays on the root; with no instances filesystem there is none to report.
+    assert inventories(placement, root_uuid) == {}

@@ -56,7 +56,9 @@ async def generation(api: PlacementClient, provider: str) -> int:
 
 
 async def usages(api: PlacementClient, provider: str) -> dict[str, int]:
-    found: dict[str, int] = (await api.get(f"/resource_providers/{provider}/usages")).json()["usages"]
+    found: dict[str, int] = (await api.get(f"/resource_providers/{provider}/usages")).json()[
+        "usages"
+    ]
     return found
 
 

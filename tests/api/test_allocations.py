@@ -15,7 +15,11 @@ from tests.api.allocation_helpers import (
     put_allocations,
     usages,
 )
-from tests.db.allocation_state import consumers_without_allocations, usage_drift
+from tests.db.allocation_state import (
+    consumers_without_allocations,
+    set_allocation_ratio,
+    usage_drift,
+)
 from tests.support.client import PlacementClient
 
 
@@ -28,7 +32,12 @@ async def test_put_then_get_shows_owner_generation_and_type(api: PlacementClient
 
     shown = await held(api, consumer)
     assert shown == {
-        "allocations": {rp: {"generation": await generation(api, rp), "resources": {"VCPU": 2, "MEMORY_MB": 512}}},
+        "allocations": {
+            rp: {
+                "generation": await generation(api, rp),
+                "resources": {"VCPU": 2, "MEMORY_MB": 512},
+            }
+        },
         "project_id": PROJECT,
         "user_id": USER,
         "consumer_generation": 1,
@@ -52,7 +61,9 @@ async def test_get_shape_follows_the_microversion(api: PlacementClient) -> None:
     assert missing == {"allocations": {}}
 
 
-async def test_list_format_writer_gets_placeholder_owner_and_unknown_type(api: PlacementClient) -> None:
+async def test_list_format_writer_gets_placeholder_owner_and_unknown_type(
+    api: PlacementClient,
+) -> None:
     rp = await provider_with(api, {"DISK_GB": {"total": 100}})
     consumer = new_uuid()
     body = {"allocations": [{"resource_provider": {"uuid": rp}, "resources": {"DISK_GB": 10}}]}
@@ -70,7 +81,9 @@ async def test_list_format_writer_gets_placeholder_owner_and_unknown_type(api: P
         "project_id": PROJECT,
         "user_id": USER,
     }
-    assert (await api.put(f"/allocations/{consumer}", json=dict_body, version="1.12")).status_code == 204
+    assert (
+        await api.put(f"/allocations/{consumer}", json=dict_body, version="1.12")
+    ).status_code == 204
     assert (await held(api, consumer))["consumer_type"] == "MIGRATION"
     assert (await held(api, consumer))["consumer_generation"] == 3
 
@@ -119,7 +132,10 @@ async def test_class_without_inventory_is_a_conflict(api: PlacementClient) -> No
     rp = await provider_with(api, {"VCPU": {"total": 8}})
     refused = await put_allocations(api, new_uuid(), {rp: {"VCPU": 1, "PCI_DEVICE": 1}})
     assert refused.status_code == 409
-    assert f"Inventory for 'PCI_DEVICE' on resource provider '{rp}' invalid" in error(refused)["detail"]
+    assert (
+        f"Inventory for 'PCI_DEVICE' on resource provider '{rp}' invalid"
+        in error(refused)["detail"]
+    )
     assert await usages(api, rp) == {"VCPU": 0}
 
 
@@ -138,7 +154,9 @@ async def test_consumer_generation_guards_every_write(api: PlacementClient) -> N
         assert error(refused)["code"] == "placement.concurrent_update"
         assert error(refused)["conflict"] == "consumer_generation"
         assert f"expected 1 but got {stale}" in error(refused)["detail"]
-    assert (await put_allocations(api, consumer, {rp: {"VCPU": 2}}, generation=1)).status_code == 204
+    assert (
+        await put_allocations(api, consumer, {rp: {"VCPU": 2}}, generation=1)
+    ).status_code == 204
     assert (await held(api, consumer))["consumer_generation"] == 2
 
 
@@ -162,7 +180,9 @@ async def test_put_of_nothing_releases_and_removes_the_consumer(
     assert (await put_allocations(api, consumer, {}, generation=None)).status_code == 204
 
 
-async def test_delete_releases_everything_and_then_404s(api: PlacementClient, settings: Settings) -> None:
+async def test_delete_releases_everything_and_then_404s(
+    api: PlacementClient, settings: Settings
+) -> None:
     first = await provider_with(api, {"VCPU": {"total": 8}})
     second = await provider_with(api, {"DISK_GB": {"total": 80}})
     consumer = new_uuid()
@@ -192,7 +212,11 @@ async def test_a_move_bumps_the_provider_left_and_the_one_joined(api: PlacementC
     moved = await put_allocations(api, consumer, {target: {"VCPU": 4}}, generation=1)
     assert moved.status_code == 204
     after = {rp: await generation(api, rp) for rp in (source, target, bystander)}
-    assert after == {source: before[source] + 1, target: before[target] + 1, bystander: before[bystander]}
+    assert after == {
+        source: before[source] + 1,
+        target: before[target] + 1,
+        bystander: before[bystander],
+    }
     assert await usages(api, source) == {"VCPU": 0}
     assert await usages(api, target) == {"VCPU": 4}
 
@@ -224,3 +248,29 @@ async def test_provider_allocations_list_every_consumer(api: PlacementClient) ->
     assert old["allocations"][second] == {"resources": {"VCPU": 2}}
     missing = await api.get(f"/resource_providers/{new_uuid()}/allocations")
     assert missing.status_code == 404
+
+
+async def test_a_provider_left_over_capacity_still_takes_keeps_shrinks_and_moves(
+    api: PlacementClient, settings: Settings
+) -> None:
+    rp = await provider_with(api, {"VCPU": {"total": 8, "allocation_ratio": 2.0}})
+    big, small = new_uuid(), new_uuid()
+    await put_allocations(api, big, {rp: {"VCPU": 10}})
+    await put_allocations(api, small, {rp: {"VCPU": 2}})
+    await set_allocation_ratio(settings, rp, "VCPU", 1.0)  # capacity 8, usage 12
+
+    assert (await put_allocations(api, big, {rp: {"VCPU": 10}}, generation=1)).status_code == 204
+    assert (await put_allocations(api, big, {rp: {"VCPU": 9}}, generation=2)).status_code == 204
+    # Moving a unit between consumers leaves usage where it is: accepted.
+    move = {
+        big: consumer_body({rp: {"VCPU": 8}}, generation=3),
+        small: consumer_body({rp: {"VCPU": 3}}, generation=1),
+    }
+    assert (await api.post("/allocations", json=move)).status_code == 204
+    # Any growth must fit under the capacity, which it cannot.
+    grow = await put_allocations(api, small, {rp: {"VCPU": 4}}, generation=2)
+    assert grow.status_code == 409
+    assert error(grow)["conflict"] == "capacity"
+    assert (await put_allocations(api, new_uuid(), {rp: {"VCPU": 1}})).status_code == 409
+    assert await usages(api, rp) == {"VCPU": 11}
+    assert await usage_drift(settings) == []

@@ -57,7 +57,9 @@ BAD_BODIES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
-async def test_schema_violations_are_400_and_change_nothing(api: PlacementClient, case: str) -> None:
+async def test_schema_violations_are_400_and_change_nothing(
+    api: PlacementClient, case: str
+) -> None:
     rp = await provider_with(api, {"VCPU": {"total": 8}})
     consumer = new_uuid()
     await put_allocations(api, consumer, {rp: {"VCPU": 2}})
@@ -77,9 +79,14 @@ async def test_unknown_provider_and_class_are_400_and_change_nothing(
     before = await _state(api, rp, consumer)
     ghost = new_uuid()
 
-    no_provider = await put_allocations(api, consumer, {rp: {"VCPU": 1}, ghost: {"VCPU": 1}}, generation=1)
+    no_provider = await put_allocations(
+        api, consumer, {rp: {"VCPU": 1}, ghost: {"VCPU": 1}}, generation=1
+    )
     assert no_provider.status_code == 400
-    assert f"Allocation for resource provider '{ghost}' that does not exist." in error(no_provider)["detail"]
+    assert (
+        f"Allocation for resource provider '{ghost}' that does not exist."
+        in error(no_provider)["detail"]
+    )
     no_class = await put_allocations(api, consumer, {rp: {"CUSTOM_NOPE": 1}}, generation=1)
     assert no_class.status_code == 400
     assert error(no_class)["detail"] == (
@@ -116,13 +123,25 @@ async def test_a_provider_listed_twice_in_the_list_format_is_400(api: PlacementC
     assert await usages(api, rp) == {"VCPU": 0, "DISK_GB": 0}
 
 
-async def test_dict_shape_before_1_12_and_owner_before_1_8_are_refused(api: PlacementClient) -> None:
+async def test_dict_shape_before_1_12_and_owner_before_1_8_are_refused(
+    api: PlacementClient,
+) -> None:
     rp = await provider_with(api, {"VCPU": {"total": 8}})
     consumer = new_uuid()
-    dict_body = {"allocations": {rp: {"resources": {"VCPU": 1}}}, "project_id": PROJECT, "user_id": USER}
-    assert (await api.put(f"/allocations/{consumer}", json=dict_body, version="1.11")).status_code == 400
+    dict_body = {
+        "allocations": {rp: {"resources": {"VCPU": 1}}},
+        "project_id": PROJECT,
+        "user_id": USER,
+    }
+    assert (
+        await api.put(f"/allocations/{consumer}", json=dict_body, version="1.11")
+    ).status_code == 400
     listed = {"allocations": [{"resource_provider": {"uuid": rp}, "resources": {"VCPU": 1}}]}
     with_owner = {**listed, "project_id": PROJECT, "user_id": USER}
-    assert (await api.put(f"/allocations/{consumer}", json=with_owner, version="1.7")).status_code == 400
-    assert (await api.put(f"/allocations/{consumer}", json=listed, version="1.8")).status_code == 400
+    assert (
+        await api.put(f"/allocations/{consumer}", json=with_owner, version="1.7")
+    ).status_code == 400
+    assert (
+        await api.put(f"/allocations/{consumer}", json=listed, version="1.8")
+    ).status_code == 400
     assert await usages(api, rp) == {"VCPU": 0}

@@ -34,8 +34,14 @@ async def _move_vcpu_to_child(
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "inventories": {
-            root: {"resource_provider_generation": await generation(api, root), "inventories": {"DISK_GB": {"total": 100}}},
-            child: {"resource_provider_generation": await generation(api, child), "inventories": {"VCPU": {"total": 8}}},
+            root: {
+                "resource_provider_generation": await generation(api, root),
+                "inventories": {"DISK_GB": {"total": 100}},
+            },
+            child: {
+                "resource_provider_generation": await generation(api, child),
+                "inventories": {"VCPU": {"total": 8}},
+            },
         },
         "allocations": {
             first: consumer_body({root: {"DISK_GB": 10}, child: {"VCPU": 2}}, generation=1),
@@ -46,7 +52,9 @@ async def _move_vcpu_to_child(
     return body
 
 
-async def test_moving_inventory_and_allocations_to_a_child(api: PlacementClient, settings: Settings) -> None:
+async def test_moving_inventory_and_allocations_to_a_child(
+    api: PlacementClient, settings: Settings
+) -> None:
     root, child, first, second = await _tree(api)
     root_gen, child_gen = await generation(api, root), await generation(api, child)
     body = await _move_vcpu_to_child(api, root, child, first, second)
@@ -69,16 +77,22 @@ async def test_a_refused_reshape_changes_nothing(api: PlacementClient, settings:
     body = await _move_vcpu_to_child(api, root, child, first, second)
     body["inventories"][child]["inventories"]["VCPU"]["total"] = 5
     before = (
-        await generation(api, root), await generation(api, child), await usages(api, root),
-        await held(api, first), await held(api, second),
+        await generation(api, root),
+        await generation(api, child),
+        await usages(api, root),
+        await held(api, first),
+        await held(api, second),
         (await api.get(f"/resource_providers/{root}/inventories")).json(),
     )
     refused = await api.post("/reshaper", json=body)
     assert refused.status_code == 409
     assert "Unable to allocate inventory" in error(refused)["detail"]
     after = (
-        await generation(api, root), await generation(api, child), await usages(api, root),
-        await held(api, first), await held(api, second),
+        await generation(api, root),
+        await generation(api, child),
+        await usages(api, root),
+        await held(api, first),
+        await held(api, second),
         (await api.get(f"/resource_providers/{root}/inventories")).json(),
     )
     assert after == before

@@ -21,7 +21,9 @@ OTHER_PROJECT = "project-b"
 
 async def _populate(api: PlacementClient) -> str:
     """Five consumers in PROJECT (two users, three types) and one elsewhere."""
-    rp = await provider_with(api, {"VCPU": {"total": 64}, "MEMORY_MB": {"total": 8192}, "DISK_GB": {"total": 500}})
+    rp = await provider_with(
+        api, {"VCPU": {"total": 64}, "MEMORY_MB": {"total": 8192}, "DISK_GB": {"total": 500}}
+    )
     await put_allocations(api, new_uuid(), {rp: {"VCPU": 2, "MEMORY_MB": 1024}})
     await put_allocations(api, new_uuid(), {rp: {"VCPU": 4, "MEMORY_MB": 2048}}, user="user-b")
     await put_allocations(api, new_uuid(), {rp: {"DISK_GB": 50}}, consumer_type="MIGRATION")
@@ -31,8 +33,12 @@ async def _populate(api: PlacementClient) -> str:
         "user_id": "user-a",
         "consumer_generation": None,
     }
-    assert (await api.put(f"/allocations/{new_uuid()}", json=untyped, version="1.37")).status_code == 204
-    assert (await api.put(f"/allocations/{new_uuid()}", json=untyped, version="1.37")).status_code == 204
+    assert (
+        await api.put(f"/allocations/{new_uuid()}", json=untyped, version="1.37")
+    ).status_code == 204
+    assert (
+        await api.put(f"/allocations/{new_uuid()}", json=untyped, version="1.37")
+    ).status_code == 204
     await put_allocations(api, new_uuid(), {rp: {"VCPU": 8}}, project=OTHER_PROJECT)
     return rp
 
@@ -42,9 +48,15 @@ async def test_provider_usages_list_every_inventory_class(api: PlacementClient) 
     assert await usages(api, rp) == {"VCPU": 0, "DISK_GB": 0}
     await put_allocations(api, new_uuid(), {rp: {"VCPU": 3}})
     response = await api.get(f"/resource_providers/{rp}/usages")
-    assert response.json() == {"resource_provider_generation": 2, "usages": {"VCPU": 3, "DISK_GB": 0}}
+    assert response.json() == {
+        "resource_provider_generation": 2,
+        "usages": {"VCPU": 3, "DISK_GB": 0},
+    }
     assert "last-modified" in response.headers
-    assert "last-modified" not in (await api.get(f"/resource_providers/{rp}/usages", version="1.14")).headers
+    assert (
+        "last-modified"
+        not in (await api.get(f"/resource_providers/{rp}/usages", version="1.14")).headers
+    )
     missing = await api.get(f"/resource_providers/{new_uuid()}/usages")
     assert missing.status_code == 404
 
@@ -73,10 +85,14 @@ async def test_totals_by_consumer_type_count_each_consumer_once(api: PlacementCl
     }
     untyped = (await api.get(f"/usages?project_id={PROJECT}&consumer_type=unknown")).json()
     assert untyped == {"usages": {"unknown": {"consumer_count": 2, "VCPU": 2}}}
-    one_type = (await api.get(f"/usages?project_id={PROJECT}&user_id=user-b&consumer_type=INSTANCE")).json()
+    one_type = (
+        await api.get(f"/usages?project_id={PROJECT}&user_id=user-b&consumer_type=INSTANCE")
+    ).json()
     assert one_type == {"usages": {"INSTANCE": {"consumer_count": 1, "VCPU": 4, "MEMORY_MB": 2048}}}
     for absent in ("ALL", "UNKNOWN", "PONY"):
-        assert (await api.get(f"/usages?project_id={PROJECT}&consumer_type={absent}")).json() == {"usages": {}}
+        assert (await api.get(f"/usages?project_id={PROJECT}&consumer_type={absent}")).json() == {
+            "usages": {}
+        }
 
 
 async def test_total_usages_query_is_validated(api: PlacementClient) -> None:

@@ -40,7 +40,8 @@ CLAIMERS = 60
 def _outcomes(responses: list[Response]) -> Counter[tuple[int, str | None]]:
     """(status, conflict kind) of each response; a 5xx shows up here too."""
     return Counter(
-        (r.status_code, error(r).get("conflict") if r.status_code >= 400 else None) for r in responses
+        (r.status_code, error(r).get("conflict") if r.status_code >= 400 else None)
+        for r in responses
     )
 
 
@@ -81,7 +82,9 @@ async def test_claims_spanning_providers_stop_at_the_tightest(
     )
     assert _outcomes(responses) == {(204, None): 25, (409, "capacity"): CLAIMERS - 25}
     assert [await usages(api, rp) for rp in providers] == [
-        {"VCPU": 25}, {"DISK_GB": 25}, {"SRIOV_NET_VF": 25}
+        {"VCPU": 25},
+        {"DISK_GB": 25},
+        {"SRIOV_NET_VF": 25},
     ]
     assert [await generation(api, rp) for rp in providers] == [s + 25 for s in starts]
     await _consistent(settings)
@@ -96,7 +99,9 @@ async def test_batches_of_consumers_are_all_or_nothing_under_contention(
     def batch() -> dict[str, Any]:
         return {new_uuid(): consumer_body({rp: {"VCPU": 1}}) for _ in range(2)}
 
-    responses = await asyncio.gather(*(api.post("/allocations", json=batch()) for _ in range(batches)))
+    responses = await asyncio.gather(
+        *(api.post("/allocations", json=batch()) for _ in range(batches))
+    )
     # 15 pairs fit in 31; the 16th pair would need 32.
     assert _outcomes(responses) == {(204, None): 15, (409, "capacity"): batches - 15}
     assert await usages(api, rp) == {"VCPU": 30}
@@ -145,7 +150,11 @@ async def test_old_writers_racing_on_one_new_consumer_are_serialised(
     consumer = new_uuid()
 
     async def old_put(target: str, amount: int) -> Response:
-        body = {"allocations": {rp: {"resources": {"VCPU": amount}}}, "project_id": "p", "user_id": "u"}
+        body = {
+            "allocations": {rp: {"resources": {"VCPU": amount}}},
+            "project_id": "p",
+            "user_id": "u",
+        }
         return await api.put(f"/allocations/{target}", json=body, version="1.27")
 
     # The owner rows exist already, so the racers collide on the consumer row itself.
@@ -208,9 +217,14 @@ async def test_racing_on_providers_left_over_capacity_by_the_operator(
     for rp in providers:
         await set_allocation_ratio(settings, rp, "VCPU", 1.0)
 
-    keepers = [put_allocations(api, h, {rp: {"VCPU": 4} for rp in providers}, generation=1) for h in holders[:2]]
+    keepers = [
+        put_allocations(api, h, {rp: {"VCPU": 4} for rp in providers}, generation=1)
+        for h in holders[:2]
+    ]
     shrinker = put_allocations(api, holders[2], {rp: {"VCPU": 2} for rp in providers}, generation=1)
-    newcomers = [put_allocations(api, new_uuid(), {rp: {"VCPU": 1} for rp in providers}) for _ in range(5)]
+    newcomers = [
+        put_allocations(api, new_uuid(), {rp: {"VCPU": 1} for rp in providers}) for _ in range(5)
+    ]
     responses = await asyncio.gather(*keepers, shrinker, *newcomers)
 
     assert _outcomes(responses[:3]) == {(204, None): 3}

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import uuid
 
+import httpx
 import pytest
 
 from scheduler.claim import Claimer
-from scheduler.client import CandidatesResponse
-from scheduler.engine import NoValidHostError, PlacementRejectedError
+from scheduler.client import CandidatesResponse, PlacementClient, PlacementError
+from scheduler.engine import NoValidHostError, PlacementRejectedError, Scheduler
 from scheduler.host_state import HostMetadata, build_hosts
-from scheduler.settings import AggregateConfig
+from scheduler.settings import AggregateConfig, SchedulerSettings
 from scheduler.spec import ScheduleRequest
 from tests.scheduler.conftest import MakeScheduler
 from tests.scheduler.live import Cloud, new_uuid
@@ -317,3 +318,40 @@ async def test_a_query_placement_rejects_is_reported_as_an_invalid_request(
         await make_scheduler().schedule(
             ScheduleRequest.model_validate({"resources": {"CUSTOM_NOT_DEFINED": 1}})
         )
+
+
+class AnswerLostTransport(httpx.AsyncHTTPTransport):
+    """Real HTTP, except that the answer to the n-th claim is lost after Placement wrote it."""
+
+    def __init__(self, lose_claim: int) -> None:
+        super().__init__()
+        self.claims = 0
+        self.lose_claim = lose_claim
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        if request.method == "PUT" and request.url.path.startswith("/allocations/"):
+            self.claims += 1
+            if self.claims == self.lose_claim:
+                await response.aclose()
+                raise httpx.ReadError("connection reset before the answer", request=request)
+        return response
+
+
+async def test_a_placement_failure_mid_request_releases_every_claim_even_the_unanswered_one(
+    cloud: Cloud, scheduler_settings: SchedulerSettings
+) -> None:
+    hosts = [await cloud.host(f"h{i}") for i in range(3)]
+    transport = AnswerLostTransport(lose_claim=2)
+    client = PlacementClient(scheduler_settings.api_url, "admin", transport=transport)
+    consumers = [new_uuid() for _ in range(3)]
+    try:
+        with pytest.raises(PlacementError, match="connection reset"):
+            await Scheduler(scheduler_settings, client).schedule(spec(consumer_uuids=consumers))
+    finally:
+        await client.aclose()
+    assert transport.claims == 2
+    for consumer in consumers:
+        assert await cloud.allocations(consumer) == {}
+    for rp in hosts:
+        assert not any((await cloud.usages(rp)).values())

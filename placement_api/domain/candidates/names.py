@@ -17,6 +17,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from placement_api import errors
 from placement_api.db.models import Aggregate, ResourceClass, ResourceProvider, Trait
+from placement_api.domain.candidates.fetching import fetch_all
 from placement_api.domain.candidates.request import CandidateRequest, RequestGroup
 
 
@@ -50,7 +51,7 @@ async def _ids(
 ) -> dict[str, int]:
     if not names:
         return {}
-    rows = await session.execute(select(key, ident).where(key.in_(sorted(names))))
+    rows = await fetch_all(session, select(key, ident).where(key.in_(sorted(names))))
     return {name: value for name, value in rows}
 
 
@@ -76,10 +77,11 @@ def _check_group_names(
 async def _tree_roots(session: AsyncSession, uuids: set[str]) -> dict[str, int]:
     if not uuids:
         return {}
-    rows = await session.execute(
+    rows = await fetch_all(
+        session,
         select(ResourceProvider.uuid, ResourceProvider.root_provider_id).where(
             ResourceProvider.uuid.in_(sorted(uuids))
-        )
+        ),
     )
     return {uuid: root for uuid, root in rows if root is not None}
 

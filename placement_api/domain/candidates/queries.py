@@ -15,27 +15,20 @@ serve other trees, which ``options`` decides per anchor.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar, TypeVarTuple, Unpack
 
 import os_traits
 from sqlalchemy import (
     ColumnElement,
-    Integer,
-    Row,
     Select,
     and_,
-    any_,
-    bindparam,
     func,
     or_,
     select,
     true,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import InstrumentedAttribute
 
 from placement_api.db.models import (
     Inventory,
@@ -44,25 +37,9 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
+from placement_api.domain.candidates.fetching import IdColumn, chunked, fetch_all, id_in
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
 from placement_api.domain.capacity import fits_clause
-
-IdColumn = InstrumentedAttribute[int] | InstrumentedAttribute[int | None]
-T = TypeVar("T")
-Ts = TypeVarTuple("Ts")
-# Bound parameters per statement stay well under SQLite's and asyncpg's limits.
-CHUNK = 5000
-
-
-def chunked(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
-    batch: list[T] = []
-    for value in values:
-        batch.append(value)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 @dataclass(frozen=True)
@@ -74,21 +51,6 @@ class RootWindow:
 
     def __contains__(self, root: int) -> bool:
         return self.first <= root <= self.last
-
-
-async def fetch_all(
-    session: AsyncSession, statement: Select[Unpack[Ts]]
-) -> Sequence[Row[Unpack[Ts]]]:
-    """Run a Core statement without the ORM's result processing."""
-    connection = await session.connection()
-    return (await connection.execute(statement)).all()
-
-
-def id_in(session: AsyncSession, column: IdColumn, ids: Sequence[int]) -> ColumnElement[bool]:
-    """``column IN ids``; one array parameter on PostgreSQL instead of one per id."""
-    if session.get_bind().dialect.name == "postgresql":
-        return column == any_(bindparam("ids", list(ids), type_=ARRAY(Integer), unique=True))
-    return column.in_(ids)
 
 
 def _sharing_ids() -> Select[int]:
@@ -241,10 +203,11 @@ async def sharing_provider_ids(session: AsyncSession) -> frozenset[int]:
 async def aggregates_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, set[int]]:
     found: dict[int, set[int]] = {}
     for batch in chunked(sorted(provider_ids)):
-        rows = await session.execute(
+        rows = await fetch_all(
+            session,
             select(ProviderAggregate.resource_provider_id, ProviderAggregate.aggregate_id).where(
                 ProviderAggregate.resource_provider_id.in_(batch)
-            )
+            ),
         )
         for provider, aggregate in rows:
             found.setdefault(provider, set()).add(aggregate)
@@ -257,11 +220,12 @@ async def roots_by_aggregate(
     """For each aggregate, the roots of the trees that have a member in it."""
     found: dict[int, set[int]] = {}
     for batch in chunked(sorted(aggregate_ids)):
-        rows = await session.execute(
+        rows = await fetch_all(
+            session,
             select(ProviderAggregate.aggregate_id, ResourceProvider.root_provider_id)
             .join(ResourceProvider, ResourceProvider.id == ProviderAggregate.resource_provider_id)
             .where(ProviderAggregate.aggregate_id.in_(batch))
-            .distinct()
+            .distinct(),
         )
         for aggregate, root in rows:
             if root is not None:
@@ -273,13 +237,14 @@ async def roots_with_any_trait(
     session: AsyncSession, trait_ids: Iterable[int]
 ) -> dict[int, set[int]]:
     """Root provider -> which of ``trait_ids`` it has (roots with none are absent)."""
-    rows = await session.execute(
+    rows = await fetch_all(
+        session,
         select(ProviderTrait.resource_provider_id, ProviderTrait.trait_id)
         .join(ResourceProvider, ResourceProvider.id == ProviderTrait.resource_provider_id)
         .where(
             ProviderTrait.trait_id.in_(sorted(trait_ids)),
             ResourceProvider.parent_provider_id.is_(None),
-        )
+        ),
     )
     found: dict[int, set[int]] = {}
     for provider, trait in rows:
@@ -290,22 +255,24 @@ async def roots_with_any_trait(
 async def providers_in_aggregates(
     session: AsyncSession, aggregate_ids: Iterable[int]
 ) -> frozenset[int]:
-    rows = await session.execute(
+    rows = await fetch_all(
+        session,
         select(ProviderAggregate.resource_provider_id).where(
             ProviderAggregate.aggregate_id.in_(sorted(aggregate_ids))
-        )
+        ),
     )
-    return frozenset(rows.scalars())
+    return frozenset(provider for (provider,) in rows)
 
 
 async def traits_of_providers_having(
     session: AsyncSession, trait_ids: Iterable[int]
 ) -> dict[int, frozenset[int]]:
     """Provider -> which of ``trait_ids`` it has, for providers having any of them."""
-    rows = await session.execute(
+    rows = await fetch_all(
+        session,
         select(ProviderTrait.resource_provider_id, ProviderTrait.trait_id).where(
             ProviderTrait.trait_id.in_(sorted(trait_ids))
-        )
+        ),
     )
     found: dict[int, set[int]] = {}
     for provider, trait in rows:
@@ -320,7 +287,8 @@ async def headroom(
     found: dict[tuple[int, int], int] = {}
     classes = sorted(class_ids)
     for batch in chunked(sorted(provider_ids)):
-        rows = await session.execute(
+        rows = await fetch_all(
+            session,
             select(
                 Inventory.resource_provider_id,
                 Inventory.resource_class_id,
@@ -332,7 +300,7 @@ async def headroom(
             ).where(
                 Inventory.resource_class_id.in_(classes),
                 id_in(session, Inventory.resource_provider_id, batch),
-            )
+            ),
         )
         for provider, class_id, total, reserved, ratio, used, max_unit in rows:
             free = int((total - reserved) * ratio) - used
@@ -343,10 +311,11 @@ async def headroom(
 async def parents_in_trees(session: AsyncSession, root_ids: Iterable[int]) -> dict[int, int | None]:
     found: dict[int, int | None] = {}
     for batch in chunked(sorted(root_ids)):
-        rows = await session.execute(
+        rows = await fetch_all(
+            session,
             select(ResourceProvider.id, ResourceProvider.parent_provider_id).where(
                 id_in(session, ResourceProvider.root_provider_id, batch)
-            )
+            ),
         )
-        found.update(rows)
+        found.update((provider, parent) for provider, parent in rows)
     return found

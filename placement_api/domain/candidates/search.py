@@ -49,12 +49,18 @@ class SearchRules:
     provider_traits: Mapping[int, frozenset[int]] = field(default_factory=dict)
     root_of: Mapping[int, int] = field(default_factory=dict)
     parent_of: Mapping[int, int | None] = field(default_factory=dict)
+    # Sharing providers: the ones that serve more than their own tree.
+    sharing: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
 class Candidate:
     allocations: dict[int, dict[int, int]]
     mappings: dict[str, list[int]]
+
+    def providers(self) -> Iterator[int]:
+        for providers in self.mappings.values():
+            yield from providers
 
     def key(self) -> tuple[object, ...]:
         resources = sorted(
@@ -68,10 +74,15 @@ class Candidate:
 
 @dataclass(frozen=True)
 class _Slot:
-    group: int
+    suffix: str
+    granular: bool
+    options: Mapping[int, Sequence[Sequence[int]]]
     position: int
     amounts: Amounts
-    closes_group: bool
+    # The amounts of classes several groups ask for, summed against headroom.
+    tracked: Amounts
+    # Set on a group's last slot: the traits its providers must cover together.
+    required: tuple[frozenset[int], ...]
     closes_subtrees: tuple[frozenset[str], ...]
 
 
@@ -84,15 +95,20 @@ def _slots(plans: Sequence[GroupPlan], rules: SearchRules) -> list[_Slot]:
     closing: dict[int, list[frozenset[str]]] = {}
     for subtree in rules.same_subtrees:
         closing.setdefault(max(last_slot[s] for s in subtree), []).append(subtree)
+    tracked_classes = {class_id for _, class_id in rules.headroom}
     slots: list[_Slot] = []
-    for group, plan in enumerate(plans):
+    for plan in plans:
         for position, amounts in enumerate(plan.slots):
+            last = position == len(plan.slots) - 1
             slots.append(
                 _Slot(
-                    group=group,
+                    suffix=plan.suffix,
+                    granular=plan.granular,
+                    options=plan.options,
                     position=position,
                     amounts=amounts,
-                    closes_group=position == len(plan.slots) - 1,
+                    tracked=tuple((c, a) for c, a in amounts if c in tracked_classes),
+                    required=plan.required if last else (),
                     closes_subtrees=tuple(closing.get(len(slots), ())),
                 )
             )
@@ -108,7 +124,6 @@ class _Walk:
         rules: SearchRules,
         shuffle: Callable[[list[int]], None] | None,
     ) -> None:
-        self.plans = plans
         self.rules = rules
         self.shuffle = shuffle
         self.slots = _slots(plans, rules)
@@ -116,60 +131,77 @@ class _Walk:
         self.usage: dict[tuple[int, int], int] = {}
         self.granular_holders: dict[int, int] = {}
         self.root_holders: dict[int, tuple[int, int]] = {}
-        self.group_slots = {
-            plan.suffix: [i for i, s in enumerate(self.slots) if s.group == g]
-            for g, plan in enumerate(plans)
-        }
+        self.group_slots: dict[str, list[int]] = {}
+        for index, slot in enumerate(self.slots):
+            self.group_slots.setdefault(slot.suffix, []).append(index)
         self.ancestors: dict[int, frozenset[int]] = {}
 
     def candidates(self, anchor: int) -> Iterator[Candidate]:
+        """Depth-first over the slots, with an explicit stack of option positions."""
         choices = []
         for slot in self.slots:
-            providers = list(self.plans[slot.group].options[anchor][slot.position])
+            providers = list(slot.options[anchor][slot.position])
             if self.shuffle is not None:
                 self.shuffle(providers)
             choices.append(providers)
-        yield from self._walk(0, choices)
+        last = len(self.slots) - 1
+        next_option = [0] * len(self.slots)
+        holding = [False] * len(self.slots)
+        level = 0
+        while level >= 0:
+            if holding[level]:
+                self._release(self.slots[level], self.chosen[level])
+                holding[level] = False
+            if not self._advance(level, choices[level], next_option):
+                next_option[level] = 0
+                level -= 1
+            elif level == last:
+                holding[level] = True
+                yield self._candidate()
+            else:
+                holding[level] = True
+                level += 1
 
-    def _walk(self, index: int, choices: list[list[int]]) -> Iterator[Candidate]:
-        if index == len(self.slots):
-            yield self._candidate()
-            return
-        slot = self.slots[index]
-        for provider in choices[index]:
-            if not self._take(slot, provider):
-                continue
-            self.chosen[index] = provider
-            if self._closing_rules_hold(slot):
-                yield from self._walk(index + 1, choices)
-            self._release(slot, provider)
+    def _advance(self, level: int, options: list[int], next_option: list[int]) -> bool:
+        """Take the next provider that fits at ``level``; False when none is left."""
+        slot = self.slots[level]
+        while next_option[level] < len(options):
+            provider = options[next_option[level]]
+            next_option[level] += 1
+            if self._take(slot, provider):
+                self.chosen[level] = provider
+                if self._closing_rules_hold(slot):
+                    return True
+                self._release(slot, provider)
+        return False
 
     def _take(self, slot: _Slot, provider: int) -> bool:
-        granular = self.plans[slot.group].granular
-        if self.rules.isolate and granular and provider in self.granular_holders:
+        rules = self.rules
+        if slot.granular and rules.isolate and provider in self.granular_holders:
             return False
-        root = self.rules.root_of.get(provider, provider)
-        if not self.rules.nested_aware:
-            holder = self.root_holders.get(root)
+        if not rules.nested_aware:
+            holder = self.root_holders.get(rules.root_of.get(provider, provider))
             if holder is not None and holder[0] != provider:
                 return False
-        for class_id, amount in slot.amounts:
-            limit = self.rules.headroom.get((provider, class_id))
-            if limit is not None and self.usage.get((provider, class_id), 0) + amount > limit:
+        usage = self.usage
+        for class_id, amount in slot.tracked:
+            limit = rules.headroom.get((provider, class_id))
+            if limit is not None and usage.get((provider, class_id), 0) + amount > limit:
                 return False
-        for class_id, amount in slot.amounts:
-            self.usage[(provider, class_id)] = self.usage.get((provider, class_id), 0) + amount
-        if granular:
+        for class_id, amount in slot.tracked:
+            usage[(provider, class_id)] = usage.get((provider, class_id), 0) + amount
+        if slot.granular:
             self.granular_holders[provider] = self.granular_holders.get(provider, 0) + 1
-        if not self.rules.nested_aware:
+        if not rules.nested_aware:
+            root = rules.root_of.get(provider, provider)
             count = self.root_holders.get(root, (provider, 0))[1]
             self.root_holders[root] = (provider, count + 1)
         return True
 
     def _release(self, slot: _Slot, provider: int) -> None:
-        for class_id, amount in slot.amounts:
+        for class_id, amount in slot.tracked:
             self.usage[(provider, class_id)] -= amount
-        if self.plans[slot.group].granular:
+        if slot.granular:
             _decrement(self.granular_holders, provider)
         if not self.rules.nested_aware:
             root = self.rules.root_of.get(provider, provider)
@@ -180,12 +212,11 @@ class _Walk:
                 self.root_holders[root] = (provider, count - 1)
 
     def _closing_rules_hold(self, slot: _Slot) -> bool:
-        plan = self.plans[slot.group]
-        if slot.closes_group and plan.required:
+        if slot.required:
             traits: set[int] = set()
-            for index in self.group_slots[plan.suffix]:
+            for index in self.group_slots[slot.suffix]:
                 traits |= self.rules.provider_traits.get(self.chosen[index], frozenset())
-            if not all(any_of & traits for any_of in plan.required):
+            if not all(any_of & traits for any_of in slot.required):
                 return False
         return all(self._in_one_subtree(subtree) for subtree in slot.closes_subtrees)
 
@@ -216,7 +247,7 @@ class _Walk:
                 amounts = allocations.setdefault(provider, {})
                 for class_id, amount in slot.amounts:
                     amounts[class_id] = amounts.get(class_id, 0) + amount
-            providers = mappings.setdefault(self.plans[slot.group].suffix, [])
+            providers = mappings.setdefault(slot.suffix, [])
             if provider not in providers:
                 providers.append(provider)
         return Candidate(allocations=allocations, mappings=mappings)
@@ -251,10 +282,13 @@ def search(
     seen = set() if seen is None else seen
     for anchor in anchors:
         for candidate in walk.candidates(anchor):
-            key = candidate.key()
-            if key in seen:
-                continue  # sharing providers alone can be reached from several trees
-            seen.add(key)
+            # Only a candidate made of sharing providers alone can be reached
+            # from several trees; any other belongs to its anchor's tree.
+            if rules.sharing.issuperset(candidate.providers()):
+                key = candidate.key()
+                if key in seen:
+                    continue
+                seen.add(key)
             found.append(candidate)
             if stop_after is not None and len(found) >= stop_after:
                 return found

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import ResourceProvider
 from placement_api.domain.candidates import queries
+from placement_api.domain.candidates.fetching import chunked, fetch_all, id_in
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest, resolve
 from placement_api.domain.candidates.options import (
     SharingMap,
@@ -166,7 +167,7 @@ class _Finder:
             self.shuffle(order)
         root_of = {row[0]: row[1] for group_rows in rows for row in group_rows}
         self.root_of.update(root_of)
-        rules = await self._search_rules(root_of)
+        rules = await self._search_rules(root_of, sharing.providers)
         return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen)
 
     async def _sharing_for(self, rows: list[Rows]) -> tuple[SharingMap, list[TreeRule]]:
@@ -177,7 +178,7 @@ class _Finder:
             self._sharing[used] = (sharing, await _tree_rules(self.session, self.resolved, sharing))
         return self._sharing[used]
 
-    async def _search_rules(self, root_of: dict[int, int]) -> SearchRules:
+    async def _search_rules(self, root_of: dict[int, int], sharing: frozenset[int]) -> SearchRules:
         seen: set[int] = set()
         shared_classes: set[int] = set()
         for group in self.resolved.groups:
@@ -197,6 +198,7 @@ class _Finder:
             provider_traits=await self._traits(),
             root_of=root_of,
             parent_of=parent_of,
+            sharing=sharing,
         )
 
     async def _traits(self) -> dict[int, frozenset[int]]:
@@ -254,11 +256,11 @@ async def _uuids(
     uuids = {ident: summary.uuid for ident, summary in summaries.items()}
     # Providers named only in mappings (resourceless groups) may lie outside the summaries.
     missing = {p for c in candidates for ps in c.mappings.values() for p in ps} - uuids.keys()
-    for batch in queries.chunked(sorted(missing)):
-        rows = await queries.fetch_all(
+    for batch in chunked(sorted(missing)):
+        rows = await fetch_all(
             session,
             select(ResourceProvider.id, ResourceProvider.uuid).where(
-                queries.id_in(session, ResourceProvider.id, batch)
+                id_in(session, ResourceProvider.id, batch)
             ),
         )
         uuids.update((ident, uuid) for ident, uuid in rows)

@@ -19,7 +19,7 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.queries import chunked, fetch_all, id_in
+from placement_api.domain.candidates.fetching import chunked, fetch_all, id_in
 
 _Parent = aliased(ResourceProvider, name="parent")
 _Root = aliased(ResourceProvider, name="root")

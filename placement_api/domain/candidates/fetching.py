@@ -1,0 +1,43 @@
+"""Small helpers for reading rows in bulk."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TypeVar, TypeVarTuple
+
+from sqlalchemy import ColumnElement, Integer, Row, Select, any_, bindparam
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
+
+IdColumn = InstrumentedAttribute[int] | InstrumentedAttribute[int | None]
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+# Bound parameters per statement stay well under SQLite's and asyncpg's limits.
+CHUNK = 5000
+
+
+def chunked(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for value in values:
+        batch.append(value)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+async def fetch_all(
+    session: AsyncSession, statement: Select[*Ts]
+) -> Sequence[Row[*Ts]]:
+    """Run a Core statement without the ORM's result processing."""
+    connection = await session.connection()
+    return (await connection.execute(statement)).all()
+
+
+def id_in(session: AsyncSession, column: IdColumn, ids: Sequence[int]) -> ColumnElement[bool]:
+    """``column IN ids``; one array parameter on PostgreSQL instead of one per id."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(bindparam("ids", list(ids), type_=ARRAY(Integer), unique=True))
+    return column.in_(ids)

@@ -1,0 +1,167 @@
+"""The combination walk behind allocation candidates (pure, no database).
+
+Providers and classes are plain ints here: classes VCPU=1, MEMORY=2, DISK=3, VF=4.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from placement_api.domain.candidates.search import Candidate, GroupPlan, SearchRules, search
+
+VCPU, MEMORY, DISK, VF = 1, 2, 3, 4
+
+
+def granular(suffix: str, amounts: dict[int, int], options: dict[int, list[int]]) -> GroupPlan:
+    return GroupPlan(
+        suffix=suffix,
+        granular=True,
+        slots=(tuple(sorted(amounts.items())),),
+        options={anchor: [providers] for anchor, providers in options.items()},
+    )
+
+
+def unsuffixed(
+    amounts: dict[int, int],
+    options: dict[int, dict[int, list[int]]],
+    required: tuple[frozenset[int], ...] = (),
+) -> GroupPlan:
+    classes = sorted(amounts)
+    return GroupPlan(
+        suffix="",
+        granular=False,
+        slots=tuple(((c, amounts[c]),) for c in classes),
+        options={a: [by_class[c] for c in classes] for a, by_class in options.items()},
+        required=required,
+    )
+
+
+def allocations(found: Sequence[Candidate]) -> list[dict[int, dict[int, int]]]:
+    return [candidate.allocations for candidate in found]
+
+
+def test_unsuffixed_group_combines_providers_of_one_tree() -> None:
+    # Tree 10: root 10 has VCPU, children 11 and 12 have VF.
+    plan = unsuffixed({VCPU: 1, VF: 2}, {10: {VCPU: [10], VF: [11, 12]}})
+    found = search([plan], SearchRules(), [10])
+    assert allocations(found) == [{10: {VCPU: 1}, 11: {VF: 2}}, {10: {VCPU: 1}, 12: {VF: 2}}]
+    assert found[0].mappings == {"": [10, 11]}
+
+
+def test_isolate_gives_each_granular_group_its_own_provider() -> None:
+    one = granular("1", {VCPU: 1}, {10: [10, 11]})
+    two = granular("2", {MEMORY: 1}, {10: [10, 11]})
+    shared = search([one, two], SearchRules(), [10])
+    isolated = search([one, two], SearchRules(isolate=True), [10])
+    assert len(shared) == 4
+    assert [c.mappings for c in isolated] == [{"1": [10], "2": [11]}, {"1": [11], "2": [10]}]
+
+
+def test_isolate_does_not_constrain_the_unsuffixed_group() -> None:
+    plain = unsuffixed({VCPU: 1}, {10: {VCPU: [10]}})
+    one = granular("1", {MEMORY: 1}, {10: [10]})
+    assert len(search([plain, one], SearchRules(isolate=True), [10])) == 1
+
+
+def test_amounts_summed_across_groups_must_fit_headroom() -> None:
+    # Two groups of 3 VGPU-like units; provider 10 has room for 4, provider 11 for 8.
+    one = granular("1", {VCPU: 3}, {10: [10, 11]})
+    two = granular("2", {VCPU: 3}, {10: [10, 11]})
+    rules = SearchRules(headroom={(10, VCPU): 4, (11, VCPU): 8})
+    found = search([one, two], rules, [10])
+    assert {10: {VCPU: 6}} not in allocations(found)
+    assert {11: {VCPU: 6}} in allocations(found)
+    assert len(found) == 3
+
+
+def test_unsuffixed_required_traits_are_met_by_its_providers_together() -> None:
+    foo, bar = 100, 101
+    plan = unsuffixed(
+        {VCPU: 1, DISK: 1},
+        {10: {VCPU: [10, 11], DISK: [12]}},
+        required=(frozenset({foo}), frozenset({bar})),
+    )
+    rules = SearchRules(provider_traits={11: frozenset({foo}), 12: frozenset({bar})})
+    assert allocations(search([plan], rules, [10])) == [{11: {VCPU: 1}, 12: {DISK: 1}}]
+
+
+def test_same_subtree_needs_one_provider_above_the_others() -> None:
+    # 1 (root) -> 2 (agent) -> 3, 4 (bridges); 1 -> 5 (other agent)
+    parents = {1: None, 2: 1, 3: 2, 4: 2, 5: 1}
+    agent = granular("agent", {VCPU: 1}, {1: [2, 5]})
+    bridge = granular("bridge", {VF: 1}, {1: [3, 4]})
+    rules = SearchRules(same_subtrees=(frozenset({"agent", "bridge"}),), parent_of=parents)
+    found = search([agent, bridge], rules, [1])
+    assert [c.mappings for c in found] == [
+        {"agent": [2], "bridge": [3]},
+        {"agent": [2], "bridge": [4]},
+    ]
+
+
+def test_resourceless_group_appears_only_in_mappings() -> None:
+    parents = {1: None, 2: 1, 3: 2}
+    marker = granular("nic", {}, {1: [2]})
+    vf = granular("vf", {VF: 1}, {1: [3]})
+    rules = SearchRules(same_subtrees=(frozenset({"nic", "vf"}),), parent_of=parents)
+    (found,) = search([marker, vf], rules, [1])
+    assert found.allocations == {3: {VF: 1}}
+    assert found.mappings == {"nic": [2], "vf": [3]}
+
+
+def test_before_nested_support_one_tree_gives_one_provider() -> None:
+    plan = unsuffixed({VCPU: 1, VF: 1}, {10: {VCPU: [10], VF: [10, 11]}})
+    rules = SearchRules(nested_aware=False, root_of={10: 10, 11: 10})
+    assert allocations(search([plan], rules, [10])) == [{10: {VCPU: 1, VF: 1}}]
+
+
+def test_a_candidate_reached_from_two_trees_is_returned_once() -> None:
+    # Sharing provider 50 is the only DISK provider; trees 10 and 20 both reach it.
+    plan = unsuffixed({DISK: 1}, {10: {DISK: [50]}, 20: {DISK: [50]}})
+    rules = SearchRules(sharing=frozenset({50}))
+    assert allocations(search([plan], rules, [10, 20])) == [{50: {DISK: 1}}]
+
+
+def test_seen_carries_over_between_calls() -> None:
+    plan = unsuffixed({DISK: 1}, {10: {DISK: [50]}, 20: {DISK: [50]}})
+    rules = SearchRules(sharing=frozenset({50}))
+    seen: set[tuple[object, ...]] = set()
+    assert len(search([plan], rules, [10], seen=seen)) == 1
+    assert search([plan], rules, [20], seen=seen) == []
+
+
+def test_stop_after_stops_reading_anchors() -> None:
+    consumed: list[int] = []
+
+    def anchors() -> Iterator[int]:
+        for anchor in range(1000):
+            consumed.append(anchor)
+            yield anchor
+
+    plan = unsuffixed({VCPU: 1}, {a: {VCPU: [a]} for a in range(1000)})
+    found = search([plan], SearchRules(), anchors(), stop_after=3)
+    assert len(found) == 3
+    assert consumed == [0, 1, 2]
+
+
+def test_wide_tree_with_many_groups_only_builds_what_is_asked() -> None:
+    # One host, 8 equal children with one unit each, 8 single-unit groups:
+    # 8**8 products, of which 8! fit. Asking for 5 builds 5.
+    children = list(range(2, 10))
+    plans = [granular(str(i), {VF: 1}, {1: children}) for i in range(1, 9)]
+    headroom = {(child, VF): 1 for child in children}
+    first = search(plans, SearchRules(headroom=headroom), [1], stop_after=5)
+    assert len(first) == 5
+    every = search(plans, SearchRules(headroom=headroom), [1])
+    assert len(every) == 40320  # 8!, each a distinct mapping of groups to children
+    assert all(len(c.allocations) == 8 for c in every)
+
+
+def test_shuffle_reorders_each_slot() -> None:
+    plan = granular("1", {VCPU: 1}, {10: [10, 11, 12]})
+    found = search([plan], SearchRules(), [10], shuffle=lambda items: items.reverse())
+    assert [c.mappings["1"] for c in found] == [[12], [11], [10]]
+
+
+def test_no_candidates_when_stop_after_is_zero() -> None:
+    plan = granular("1", {VCPU: 1}, {10: [10]})
+    assert search([plan], SearchRules(), [10], stop_after=0) == []

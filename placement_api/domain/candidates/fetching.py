@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TypeVar, TypeVarTuple
+from typing import TypeVar, TypeVarTuple, cast
 
 from sqlalchemy import ColumnElement, Integer, Row, Select, any_, bindparam
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -28,12 +28,25 @@ def chunked(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
         yield batch
 
 
-async def fetch_all(
-    session: AsyncSession, statement: Select[*Ts]
-) -> Sequence[Row[*Ts]]:
-    """Run a Core statement without the ORM's result processing."""
+async def fetch_all(session: AsyncSession, statement: Select[*Ts]) -> Sequence[Row[*Ts]]:
+    """Run a Core statement without the ORM's result processing.
+
+    On PostgreSQL the statement goes straight to asyncpg, whose records
+    unpack like rows: candidate queries read thousands of rows, and building
+    SQLAlchemy ``Row`` objects for them costs more than the query itself.
+    """
     connection = await session.connection()
-    return (await connection.execute(statement)).all()
+    if connection.dialect.name != "postgresql":
+        return (await connection.execute(statement)).all()
+    compiled = statement.compile(
+        dialect=connection.dialect, compile_kwargs={"render_postcompile": True}
+    )
+    params = compiled.construct_params()
+    driver = (await connection.get_raw_connection()).driver_connection
+    records = await driver.fetch(
+        str(compiled), *(params[name] for name in compiled.positiontup or ())
+    )
+    return cast("Sequence[Row[*Ts]]", records)
 
 
 def id_in(session: AsyncSession, column: IdColumn, ids: Sequence[int]) -> ColumnElement[bool]:

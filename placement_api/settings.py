@@ -31,11 +31,6 @@ class Settings(BaseSettings):
     max_allocation_candidates: int = Field(
         default=-1, description="Cap on candidates generated per request; -1 means no cap."
     )
-    allocation_conflict_retry_count: int = Field(
-        default=10,
-        ge=0,
-        description="Server-side retries of provider races the client did not cause.",
-    )
 
     @field_validator("cors_allowed_origins", "cors_allow_headers", mode="before")
     @classmethod

@@ -11,6 +11,7 @@ raised after the bump rolls the whole transaction back, bump included.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +26,8 @@ from placement_api.domain.capacity import InventoryLimits, fits
 from placement_api.domain.generations import bump_provider_generation, now
 from placement_api.domain.providers import ProviderRecord
 from placement_api.rendering import newest
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,9 @@ def _check_capacity(
     )
 
 
-def _in_use(prefix: str, uuid: str, classes: Iterable[str], reason: str = "") -> errors.Conflict:
+def in_use_conflict(
+    prefix: str, uuid: str, classes: Iterable[str], reason: str = ""
+) -> errors.Conflict:
     names = ", ".join(classes)
     return errors.Conflict(
         f"{prefix}Inventory for '{names}' on resource provider '{uuid}' in use.{reason}",
@@ -142,56 +147,75 @@ def _in_use(prefix: str, uuid: str, classes: Iterable[str], reason: str = "") ->
 def _refuse_removal_in_use(prefix: str, uuid: str, records: Iterable[InventoryRecord]) -> None:
     in_use = [record.resource_class for record in records if record.used > 0]
     if in_use:
-        raise _in_use(prefix, uuid, in_use)
+        raise in_use_conflict(prefix, uuid, in_use)
 
 
-async def _insert(
+def _limit_values(limits: InventoryLimits) -> dict[str, object]:
+    return {
+        "total": limits.total,
+        "reserved": limits.reserved,
+        "min_unit": limits.min_unit,
+        "max_unit": limits.max_unit,
+        "step_size": limits.step_size,
+        "allocation_ratio": limits.allocation_ratio,
+    }
+
+
+async def insert_inventory(
     session: AsyncSession, provider_id: int, class_id: int, limits: InventoryLimits
 ) -> None:
+    """A new inventory row; nothing can be allocated from it yet."""
     await session.execute(
         insert(Inventory).values(
             resource_provider_id=provider_id,
             resource_class_id=class_id,
-            total=limits.total,
-            reserved=limits.reserved,
-            min_unit=limits.min_unit,
-            max_unit=limits.max_unit,
-            step_size=limits.step_size,
-            allocation_ratio=limits.allocation_ratio,
             used=0,
             created_at=now(),
+            **_limit_values(limits),
         )
+    )
+
+
+async def set_limits(session: AsyncSession, inventory_id: int, limits: InventoryLimits) -> None:
+    """Rewrite an inventory's limits, keeping its usage."""
+    await session.execute(
+        update(Inventory)
+        .where(Inventory.id == inventory_id)
+        .values(updated_at=now(), **_limit_values(limits))
     )
 
 
 async def _change(
     session: AsyncSession, uuid: str, record: InventoryRecord, limits: InventoryLimits
 ) -> None:
-    """Rewrite an inventory's limits; its usage stays, and must still fit."""
-    if record.used > 0 and not fits(limits, record.used):
-        raise _in_use(
+    """Change an inventory's limits.
+
+    Shrinking ``total`` below what is allocated is refused: that inventory
+    no longer exists. Lowering the allocation ratio or raising ``reserved``
+    is an operator's policy change and is accepted even when it leaves the
+    provider over capacity; claims then only shrink its usage until it fits.
+    """
+    over_capacity = record.used > 0 and not fits(limits, record.used)
+    if over_capacity and limits.total < record.limits.total:
+        raise in_use_conflict(
             "update conflict: ",
             uuid,
             [record.resource_class],
             f" Its usage {record.used} would exceed the new capacity {int(limits.capacity)}.",
         )
-    await session.execute(
-        update(Inventory)
-        .where(Inventory.id == record.id)
-        .values(
-            total=limits.total,
-            reserved=limits.reserved,
-            min_unit=limits.min_unit,
-            max_unit=limits.max_unit,
-            step_size=limits.step_size,
-            allocation_ratio=limits.allocation_ratio,
-            updated_at=now(),
+    if over_capacity:
+        LOG.warning(
+            "inventory of %s on %s is now over capacity: usage %d, capacity %d",
+            record.resource_class,
+            uuid,
+            record.used,
+            int(limits.capacity),
         )
-    )
+    await set_limits(session, record.id, limits)
 
 
-async def _remove(session: AsyncSession, records: Iterable[InventoryRecord]) -> None:
-    ids = [record.id for record in records]
+async def remove(session: AsyncSession, ids: Iterable[int]) -> None:
+    ids = list(ids)
     if ids:
         await session.execute(delete(Inventory).where(Inventory.id.in_(ids)))
 
@@ -229,12 +253,12 @@ async def replace_all(
     existing = await _load(session, provider.id, lock=True)
     removed = [record for name, record in existing.items() if name not in wanted]
     _refuse_removal_in_use("update conflict: ", uuid, removed)
-    await _remove(session, removed)
+    await remove(session, (record.id for record in removed))
     for name, limits in wanted.items():
         if name in existing:
             await _change(session, uuid, existing[name], limits)
         else:
-            await _insert(session, provider.id, class_ids[name], limits)
+            await insert_inventory(session, provider.id, class_ids[name], limits)
     return ProviderInventory(new_generation, await _load(session, provider.id))
 
 
@@ -242,7 +266,7 @@ async def delete_all(session: AsyncSession, uuid: str) -> None:
     provider, _ = await _lock_provider(session, uuid, None)
     existing = await _load(session, provider.id, lock=True)
     _refuse_removal_in_use("", uuid, existing.values())
-    await _remove(session, existing.values())
+    await remove(session, (record.id for record in existing.values()))
 
 
 async def add_one(
@@ -273,7 +297,7 @@ async def add_one(
             f"'{uuid}' already exists.",
             code=errors.CONCURRENT_UPDATE,
         )
-    await _insert(session, provider.id, class_id, limits)
+    await insert_inventory(session, provider.id, class_id, limits)
     return new_generation, (await _load(session, provider.id))[resource_class]
 
 
@@ -318,4 +342,4 @@ async def delete_one(session: AsyncSession, uuid: str, resource_class: str) -> N
     _refuse_removal_in_use(
         f"Unable to delete inventory of class {resource_class}: ", uuid, [existing]
     )
-    await _remove(session, [existing])
+    await remove(session, [existing.id])

@@ -159,6 +159,14 @@ async def _move_subtree(
 ) -> None:
     subtree = await _descendant_ids(session, provider) | {provider.id}
     new_root = new_parent.root_id if new_parent else provider.id
+    # Lock the moving rows in id order, as allocation writers do, so a
+    # re-parent and a claim spanning the same tree cannot deadlock.
+    await session.execute(
+        select(ResourceProvider.id)
+        .where(ResourceProvider.id.in_(subtree))
+        .order_by(ResourceProvider.id)
+        .with_for_update()
+    )
     await session.execute(
         update(ResourceProvider)
         .where(ResourceProvider.id == provider.id)

@@ -24,12 +24,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.models import Inventory, ResourceClass, ResourceProvider
-from placement_api.domain import claims, resource_classes
+from placement_api.domain import claims, inventories, resource_classes
 from placement_api.domain.capacity import InventoryLimits
 from placement_api.domain.consumers import ConsumerClaim
 from placement_api.domain.generations import now
@@ -113,17 +113,6 @@ async def _inventory_rows(session: AsyncSession, provider_id: int) -> dict[str, 
     return {name: _Held(inventory_id, used) for name, inventory_id, used in rows}
 
 
-def _limit_values(limits: InventoryLimits) -> dict[str, object]:
-    return {
-        "total": limits.total,
-        "reserved": limits.reserved,
-        "min_unit": limits.min_unit,
-        "max_unit": limits.max_unit,
-        "step_size": limits.step_size,
-        "allocation_ratio": limits.allocation_ratio,
-    }
-
-
 async def _add_and_change(
     session: AsyncSession,
     provider_id: int,
@@ -133,22 +122,10 @@ async def _add_and_change(
     """The interim step: the union of old and new inventories; usage is kept."""
     existing = await _inventory_rows(session, provider_id)
     for name, limits in wanted.items():
-        values = _limit_values(limits)
         if name in existing:
-            await session.execute(
-                update(Inventory)
-                .where(Inventory.id == existing[name].id)
-                .values(**values, updated_at=now())
-            )
+            await inventories.set_limits(session, existing[name].id, limits)
         else:
-            await session.execute(
-                insert(Inventory).values(
-                    resource_provider_id=provider_id,
-                    resource_class_id=class_ids[name],
-                    used=0,
-                    **values,
-                )
-            )
+            await inventories.insert_inventory(session, provider_id, class_ids[name], limits)
 
 
 async def _remove_unwanted(
@@ -159,14 +136,8 @@ async def _remove_unwanted(
     unwanted = {name: row for name, row in existing.items() if name not in reshape.inventories}
     in_use = sorted(name for name, row in unwanted.items() if row.used > 0)
     if in_use:
-        raise errors.Conflict(
-            f"update conflict: Inventory for '{', '.join(in_use)}' on resource provider "
-            f"'{reshape.uuid}' in use.",
-            code=errors.INVENTORY_INUSE,
-        )
-    if unwanted:
-        ids = [row.id for row in unwanted.values()]
-        await session.execute(delete(Inventory).where(Inventory.id.in_(ids)))
+        raise inventories.in_use_conflict("update conflict: ", reshape.uuid, in_use)
+    await inventories.remove(session, (row.id for row in unwanted.values()))
 
 
 def _generation_steps(

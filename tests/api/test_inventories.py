@@ -229,7 +229,7 @@ async def test_changing_limits_keeps_the_recorded_usage(
     assert await _stored_usage(settings, provider, "DISK_GB") == 0
 
 
-async def test_capacity_below_usage_is_refused_and_changes_nothing(
+async def test_shrinking_total_below_usage_is_refused_and_changes_nothing(
     api: PlacementClient, settings: Settings
 ) -> None:
     provider = await api.create_provider()
@@ -237,10 +237,7 @@ async def test_capacity_below_usage_is_refused_and_changes_nothing(
     await _record_usage(settings, provider, "VCPU", 6)
     shrink_all = await api.put(
         _url(provider),
-        json={
-            "resource_provider_generation": 1,
-            "inventories": {"VCPU": {"total": 8, "reserved": 3}},
-        },
+        json={"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 5}}},
     )
     assert shrink_all.status_code == 409
     assert error_code(shrink_all) == "placement.inventory.inuse"
@@ -250,12 +247,28 @@ async def test_capacity_below_usage_is_refused_and_changes_nothing(
     )
     assert shrink_one.status_code == 409
     assert error_code(shrink_one) == "placement.inventory.inuse"
+    assert (await api.get(_url(provider))).json()["inventories"]["VCPU"]["total"] == 8
     overcommit = await api.put(
         _url(provider, "VCPU"),
         json={"resource_provider_generation": 1, "total": 4, "allocation_ratio": 2.0},
     )
     assert overcommit.status_code == 200
     assert (await api.get(_url(provider))).json()["resource_provider_generation"] == 2
+
+
+async def test_operator_may_leave_a_provider_over_capacity_by_policy(
+    api: PlacementClient, settings: Settings
+) -> None:
+    provider = await api.create_provider()
+    await api.set_inventory(provider, {"VCPU": {"total": 8, "allocation_ratio": 2.0}})
+    await _record_usage(settings, provider, "VCPU", 12)
+    lowered = await api.put(
+        _url(provider, "VCPU"),
+        json={"resource_provider_generation": 1, "total": 8, "reserved": 2},
+    )
+    assert lowered.status_code == 200
+    assert lowered.json()["allocation_ratio"] == 1.0
+    assert lowered.json()["resource_provider_generation"] == 2
 
 
 async def test_removing_a_class_in_use_is_refused(api: PlacementClient, settings: Settings) -> None:

@@ -43,6 +43,7 @@ async def fetch_all(session: AsyncSession, statement: Select[*Ts]) -> Sequence[R
     )
     params = compiled.construct_params()
     driver = (await connection.get_raw_connection()).driver_connection
+    assert driver is not None
     records = await driver.fetch(
         str(compiled), *(params[name] for name in compiled.positiontup or ())
     )

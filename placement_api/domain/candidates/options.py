@@ -68,8 +68,9 @@ def granular_options(
     for provider, root in rows:
         for anchor in _served_trees(provider, root, sharing, rule, expand=True):
             options.setdefault(anchor, [[]])[0].append(provider)
-    for slots in options.values():
-        slots[0].sort()
+    if sharing.providers:
+        for slots in options.values():
+            slots[0].sort()
     return options
 
 
@@ -93,8 +94,10 @@ def unsuffixed_options(
         expand = not in_tree and sharing.member_of(provider, member_of)
         for anchor in _served_trees(provider, root, sharing, rule, expand):
             by_anchor.setdefault(anchor, {}).setdefault(class_id, []).append(provider)
+    # Rows come ordered by provider; only sharing providers join out of order.
+    order = sorted if sharing.providers else list
     return {
-        anchor: [sorted(by_class[class_id]) for class_id in class_ids]
+        anchor: [order(by_class[class_id]) for class_id in class_ids]
         for anchor, by_class in by_anchor.items()
         if len(by_class) == len(class_ids)
     }

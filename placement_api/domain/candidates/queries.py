@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import os_traits
 from sqlalchemy import (
@@ -44,13 +45,18 @@ from placement_api.domain.capacity import fits_clause
 
 @dataclass(frozen=True)
 class RootWindow:
-    """Only trees whose root id is in [first, last] (sharing providers always)."""
+    """Only trees whose root id is in [first, last]."""
 
     first: int
     last: int
 
     def __contains__(self, root: int) -> bool:
         return self.first <= root <= self.last
+
+
+# Which rows a group statement reads: every tree (None), the trees of a
+# window of root ids, or only sharing providers (which serve trees anywhere).
+RowScope = RootWindow | Literal["sharing"] | None
 
 
 def _sharing_ids() -> Select[int]:
@@ -95,13 +101,34 @@ def _tree_level(rule: ColumnElement[bool], provider: IdColumn) -> ColumnElement[
     return or_(rule, provider.in_(_sharing_ids()))
 
 
+def _may_have_traits(
+    any_of: frozenset[int], root: IdColumn, provider: IdColumn
+) -> ColumnElement[bool]:
+    """A tree can cover ``any_of`` only if one of its providers, or a sharing
+    provider, has one of the traits: rows of other trees are left out."""
+    in_tree = select(ResourceProvider.root_provider_id).join(
+        ProviderTrait, ProviderTrait.resource_provider_id == ResourceProvider.id
+    )
+    sharing_has = select(ProviderTrait.resource_provider_id).where(
+        ProviderTrait.trait_id.in_(any_of),
+        ProviderTrait.resource_provider_id.in_(_sharing_ids()),
+    )
+    return or_(
+        root.in_(in_tree.where(ProviderTrait.trait_id.in_(any_of))),
+        provider.in_(_sharing_ids()),
+        sharing_has.exists(),
+    )
+
+
 def _provider_filters(
-    group: ResolvedGroup, request: ResolvedRequest, window: RootWindow | None
+    group: ResolvedGroup, request: ResolvedRequest, scope: RowScope
 ) -> list[ColumnElement[bool]]:
     provider, root = ResourceProvider.id, ResourceProvider.root_provider_id
     conditions: list[ColumnElement[bool]] = []
-    if window is not None:
-        conditions.append(_tree_level(root.between(window.first, window.last), provider))
+    if isinstance(scope, RootWindow):
+        conditions.append(root.between(scope.first, scope.last))
+    elif scope == "sharing":
+        conditions.append(provider.in_(_sharing_ids()))
     if group.forbidden:
         conditions.append(~_with_traits(provider, group.forbidden))
     if group.forbidden_aggregates:
@@ -114,11 +141,11 @@ def _provider_filters(
 
 
 def granular_statement(
-    group: ResolvedGroup, request: ResolvedRequest, window: RootWindow | None = None
+    group: ResolvedGroup, request: ResolvedRequest, scope: RowScope = None
 ) -> Select[int, int | None]:
     """Providers that alone meet a suffixed group: every class, trait and aggregate."""
     provider = ResourceProvider.id
-    conditions = _provider_filters(group, request, window)
+    conditions = _provider_filters(group, request, scope)
     for class_id, amount in sorted(group.amounts.items()):
         conditions.append(
             provider.in_(
@@ -137,7 +164,7 @@ def granular_statement(
 
 
 def unsuffixed_statement(
-    group: ResolvedGroup, request: ResolvedRequest, window: RootWindow | None = None
+    group: ResolvedGroup, request: ResolvedRequest, scope: RowScope = None
 ) -> Select[int, int | None, int]:
     """One row per (provider, class) the provider can supply for the unsuffixed group.
 
@@ -145,7 +172,7 @@ def unsuffixed_statement(
     must have them between them, which ``search`` checks per combination.
     """
     provider, root = ResourceProvider.id, ResourceProvider.root_provider_id
-    conditions = _provider_filters(group, request, window)
+    conditions = _provider_filters(group, request, scope)
     conditions.append(
         or_(
             *(
@@ -161,6 +188,7 @@ def unsuffixed_statement(
         )
     if group.forbidden_aggregates:
         conditions.append(_tree_level(~_in_aggregates(root, group.forbidden_aggregates), provider))
+    conditions.extend(_may_have_traits(any_of, root, provider) for any_of in group.required)
     return (
         select(Inventory.resource_provider_id, root, Inventory.resource_class_id)
         .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
@@ -173,9 +201,9 @@ async def granular_rows(
     session: AsyncSession,
     group: ResolvedGroup,
     request: ResolvedRequest,
-    window: RootWindow | None = None,
+    scope: RowScope = None,
 ) -> list[tuple[int, int]]:
-    rows = await fetch_all(session, granular_statement(group, request, window))
+    rows = await fetch_all(session, granular_statement(group, request, scope))
     return [(provider, root or provider) for provider, root in rows]
 
 
@@ -183,9 +211,9 @@ async def unsuffixed_rows(
     session: AsyncSession,
     group: ResolvedGroup,
     request: ResolvedRequest,
-    window: RootWindow | None = None,
+    scope: RowScope = None,
 ) -> list[tuple[int, int, int]]:
-    rows = await fetch_all(session, unsuffixed_statement(group, request, window))
+    rows = await fetch_all(session, unsuffixed_statement(group, request, scope))
     return [(provider, root or provider, class_id) for provider, root, class_id in rows]
 
 

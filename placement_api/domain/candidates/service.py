@@ -29,7 +29,7 @@ from placement_api.domain.candidates.options import (
     granular_options,
     unsuffixed_options,
 )
-from placement_api.domain.candidates.queries import RootWindow
+from placement_api.domain.candidates.queries import RootWindow, RowScope
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search import Candidate, GroupPlan, SearchRules, search
 from placement_api.domain.candidates.summaries import (
@@ -114,6 +114,8 @@ class _Finder:
         self.shuffle = random.shuffle if settings.randomize else None
         self.root_of: dict[int, int] = {}
         self.seen: set[tuple[object, ...]] = set()
+        self.all_sharing: frozenset[int] | None = None
+        self._sharing_rows: dict[int, Rows] = {}
         self._sharing: dict[frozenset[int], tuple[SharingMap, list[TreeRule]]] = {}
         self._provider_traits: dict[int, frozenset[int]] | None = None
 
@@ -136,15 +138,24 @@ class _Finder:
             yield RootWindow(first, first + size - 1)
             first, size = first + size, size * 2
 
+    async def _group_rows(self, group: ResolvedGroup, scope: RowScope) -> Rows:
+        if group.granular:
+            return await queries.granular_rows(self.session, group, self.resolved, scope)
+        return await queries.unsuffixed_rows(self.session, group, self.resolved, scope)
+
     async def _rows(self, window: RootWindow | None) -> list[Rows] | None:
+        """Each group's rows; None when some group has none."""
+        if self.all_sharing is None:
+            self.all_sharing = await queries.sharing_provider_ids(self.session)
         rows: list[Rows] = []
-        for group in self.resolved.groups:
-            if group.granular:
-                found: Rows = await queries.granular_rows(
-                    self.session, group, self.resolved, window
-                )
-            else:
-                found = await queries.unsuffixed_rows(self.session, group, self.resolved, window)
+        for index, group in enumerate(self.resolved.groups):
+            found = await self._group_rows(group, window)
+            if window is not None and self.all_sharing:
+                # Sharing providers serve trees in every window: read them once.
+                if index not in self._sharing_rows:
+                    self._sharing_rows[index] = await self._group_rows(group, "sharing")
+                native = [row for row in found if row[0] not in self.all_sharing]
+                found = cast(Rows, self._sharing_rows[index] + native)
             if not found:
                 return None
             rows.append(found)
@@ -171,7 +182,7 @@ class _Finder:
         return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen)
 
     async def _sharing_for(self, rows: list[Rows]) -> tuple[SharingMap, list[TreeRule]]:
-        all_sharing = await queries.sharing_provider_ids(self.session)
+        all_sharing = self.all_sharing or frozenset()
         used = frozenset(row[0] for group in rows for row in group if row[0] in all_sharing)
         if used not in self._sharing:
             sharing = await _sharing_map(self.session, used)

@@ -6,7 +6,7 @@ HOST      ?= 127.0.0.1
 PORT      ?= 8778
 export PLACEMENT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/var/placement.sqlite
 
-.PHONY: install run test test-sqlite test-postgresql lint openapi openapi-check bench demo pg-up clean
+.PHONY: install run test lint openapi openapi-check bench demo pg-up clean
 
 install: $(STAMP)
 
@@ -34,12 +34,16 @@ test: lint pg-up openapi-check
 
 openapi: install
 	$(PY) -m placement_api openapi --output openapi.yaml
+	$(PY) -m scheduler openapi --output openapi-scheduler.yaml
 
 openapi-check: install
 	$(PY) -m placement_api openapi --check openapi.yaml
+	$(PY) -m scheduler openapi --check openapi-scheduler.yaml
 
+# Benchmarks (never timed unit tests). BENCH_ARGS are passed through, e.g.
+# make bench BENCH_ARGS="candidates --quick".
 bench: install pg-up
-	$(PY) bench/run.py
+	$(PY) -m bench $(BENCH_ARGS)
 
 demo: install
 	$(PY) -m scheduler.demo

@@ -1,17 +1,25 @@
 """Scheduler benchmark: K concurrent schedulers placing instances on N hosts.
 
-For every host count a fresh database and Placement server are started and
-the hosts created through the API. For every K, K independent schedulers
-(each with its own client and its own view of the candidates, as separate
-scheduler processes would have) place instances one request at a time, all
-at once. Reported: placements per second, p50/p95 decision latency, the claim
-conflict rate (claims Placement refused with 409 / claims tried), and a
-verification that no provider is over capacity and that every successful
-placement holds exactly its allocation. Allocations are deleted between runs.
+For every backend and host count a fresh database and Placement server
+(``python -m placement_api serve --workers W``) are started and the hosts
+created through the API. For every K, K independent schedulers (each with
+its own client and its own host cache, as separate scheduler processes
+would have) place a fixed number of instances, one request at a time each,
+all at once. Reported per configuration: placements per second, p50/p95
+decision latency, the claim conflict rate (claims Placement refused with 409
+/ claims tried), how many decisions read candidates from Placement instead
+of the cache, and the CPU time per placement of the scheduler process, of
+the API processes and of the database server's backends (PostgreSQL; SQLite
+runs inside the API). Afterwards the database itself is checked: no
+inventory over capacity, every ``inventories.used`` equal to the sum of its
+allocations, every successful placement holding exactly its allocation and
+no other consumer holding anything. Allocations are then removed in the
+database directly (fast; cleaning up is not what is measured).
 
-    python bench/scheduler_bench.py                      # small: a few minutes
-    python bench/scheduler_bench.py --hosts 1000,5000 --schedulers 1,4,16 --instances 2000
-    python bench/scheduler_bench.py --backend postgresql --json var/bench/scheduler.json
+    python bench/scheduler_bench.py                      # small: about a minute
+    python bench/scheduler_bench.py --backend postgresql,sqlite --hosts 1000,5000 \\
+        --schedulers 1,4,16 --instances 500
+    python bench/scheduler_bench.py --per-request 10     # multi-instance requests
 """
 
 from __future__ import annotations
@@ -19,33 +27,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
-import socket
+import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import asyncpg
 import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from placement_api.db.engine import create_engine
 from scheduler.client import PlacementClient
 from scheduler.engine import NoValidHostError, Scheduler
+from scheduler.query import candidates_query
+from scheduler.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
-from scheduler.spec import ScheduleRequest
+from scheduler.spec import ScheduleRequest, resource_request
 
-T = TypeVar("T")
-A = TypeVar("A")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scheduler_bench_infra as infra
+
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
-PG_ADMIN = os.environ.get("PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 FLAVORS = [
     {"VCPU": 1, "MEMORY_MB": 2048, "DISK_GB": 20},
     {"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 40},
@@ -58,6 +65,8 @@ class RunResult:
     backend: str
     hosts: int
     schedulers: int
+    shared: bool
+    per_request: int
     requested: int
     placed: int = 0
     no_valid_host: int = 0
@@ -68,6 +77,11 @@ class RunResult:
     claims: int = 0
     conflicts: int = 0
     conflict_rate: float = 0.0
+    decisions: int = 0
+    candidate_reads: int = 0
+    scheduler_cpu_ms: float = 0.0  # per placement
+    api_cpu_ms: float = 0.0
+    db_cpu_ms: float = 0.0
     over_capacity: list[str] = field(default_factory=list)
     wrong_allocations: list[str] = field(default_factory=list)
 
@@ -79,139 +93,147 @@ class RunResult:
 @dataclass
 class _Worker:
     latencies: list[float] = field(default_factory=list)
-    placed: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    placed: infra.Placed = field(default_factory=dict)
     refused: int = 0
     claims: int = 0
     conflicts: int = 0
+    reads: int = 0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+async def _create_hosts(http: httpx.AsyncClient, count: int, rng: random.Random) -> None:
+    limit = asyncio.Semaphore(16)
 
-
-@contextmanager
-def _database(backend: str, scratch: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{scratch / 'bench.sqlite'}"
-        return
-    name = f"scheduler_bench_{uuid.uuid4().hex[:8]}"
-    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    try:
-        base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1)
-        yield f"{base}/{name}"
-    finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
-async def _pg_admin(statement: str) -> None:
-    connection = await asyncpg.connect(PG_ADMIN)
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
-
-
-@contextmanager
-def _placement(database_url: str, log: Path) -> Iterator[str]:
-    env = dict(os.environ, PLACEMENT_DATABASE_URL=database_url)
-    subprocess.run([sys.executable, "-m", "placement_api", "db", "upgrade"], env=env, check=True)
-    port = _free_port()
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "placement_api", "serve", "--port", str(port),
-             "--log-level", "warning"],
-            env=env, stdout=output, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"placement-api did not start; see {log}")
-            try:
-                if httpx.get(f"{url}/", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-async def _bounded(
-    each: Callable[[A], Awaitable[T]], items: Iterable[A], parallel: int = 16
-) -> list[T]:
-    """``each`` over ``items``, at most ``parallel`` at a time, results in order."""
-    limit = asyncio.Semaphore(parallel)
-
-    async def one(item: A) -> T:
+    async def create(index: int) -> None:
         async with limit:
-            return await each(item)
+            response = await http.post("/resource_providers", json={"name": f"bench-{index:05d}"})
+            response.raise_for_status()
+            rp = str(response.json()["uuid"])
+            inventories = {
+                "VCPU": {"total": rng.choice((16, 32, 64)), "allocation_ratio": 4.0},
+                "MEMORY_MB": {"total": rng.choice((65536, 131072, 262144)), "reserved": 2048},
+                "DISK_GB": {"total": rng.choice((500, 1000, 2000)), "reserved": 20},
+            }
+            body = {"resource_provider_generation": 0, "inventories": inventories}
+            response = await http.put(f"/resource_providers/{rp}/inventories", json=body)
+            response.raise_for_status()
 
-    return list(await asyncio.gather(*(one(item) for item in items)))
-
-
-async def _create_hosts(http: httpx.AsyncClient, count: int, rng: random.Random) -> list[str]:
-    async def create(index: int) -> str:
-        response = await http.post("/resource_providers", json={"name": f"bench-{index:05d}"})
-        response.raise_for_status()
-        rp = str(response.json()["uuid"])
-        inventories = {
-            "VCPU": {"total": rng.choice((16, 32, 64)), "allocation_ratio": 4.0},
-            "MEMORY_MB": {"total": rng.choice((65536, 131072, 262144)), "reserved": 2048},
-            "DISK_GB": {"total": rng.choice((500, 1000, 2000)), "reserved": 20},
-        }
-        body = {"resource_provider_generation": 0, "inventories": inventories}
-        (await http.put(f"/resource_providers/{rp}/inventories", json=body)).raise_for_status()
-        return rp
-
-    return await _bounded(create, range(count))
+    await asyncio.gather(*(create(index) for index in range(count)))
 
 
-async def _scheduler_loop(scheduler: Scheduler, requests: list[ScheduleRequest]) -> _Worker:
+def _tally(worker: _Worker, result: ScheduleResponse | NoValidHostError) -> None:
+    if isinstance(result, NoValidHostError):
+        worker.refused += 1
+        explanation = result.explanation
+    else:
+        explanation = result.explanation
+        for selection in result.selections:
+            worker.placed[selection.consumer_uuid] = {
+                rp: dict(a.resources) for rp, a in selection.allocations.items()
+            }
+    attempts = [a for i in explanation.instances for a in i.claims]
+    worker.claims += len(attempts)
+    worker.conflicts += sum(1 for a in attempts if a.outcome == "conflict")
+    placement = explanation.placement
+    worker.reads += placement is not None and placement.cache_age_seconds is None
+
+
+async def _scheduler_loop(
+    scheduler: Scheduler, requests: list[ScheduleRequest], deadline: float
+) -> _Worker:
     worker = _Worker()
     for spec in requests:
+        if time.perf_counter() > deadline:
+            break
         started = time.perf_counter()
+        outcome: ScheduleResponse | NoValidHostError
         try:
-            result = await scheduler.schedule(spec)
+            outcome = await scheduler.schedule(spec)
         except NoValidHostError as exc:
-            worker.latencies.append(time.perf_counter() - started)
-            worker.refused += 1
-            attempts = [a for i in exc.explanation.instances for a in i.claims]
-        else:
-            worker.latencies.append(time.perf_counter() - started)
-            for selection in result.selections:
-                worker.placed[selection.consumer_uuid] = {
-                    rp: dict(a.resources) for rp, a in selection.allocations.items()
-                }
-            attempts = [a for i in result.explanation.instances for a in i.claims]
-        worker.claims += len(attempts)
-        worker.conflicts += sum(1 for a in attempts if a.outcome == "conflict")
+            outcome = exc
+        worker.latencies.append(time.perf_counter() - started)
+        _tally(worker, outcome)
     return worker
 
 
-async def _run(url: str, hosts: int, k: int, instances: int, rng: random.Random) -> RunResult:
+@dataclass(frozen=True)
+class _Config:
+    backend: str
+    hosts: int
+    schedulers: int
+    shared: bool
+    instances: int
+    per_request: int
+    max_seconds: float
+    settings: dict[str, Any]
+
+
+async def _run(server: infra.Server, config: _Config, engine: AsyncEngine, seed: int) -> RunResult:
+    rng = random.Random(seed)
+    k, per_request = config.schedulers, config.per_request
     requests = [
-        ScheduleRequest.model_validate({"resources": rng.choice(FLAVORS)}) for _ in range(instances)
+        ScheduleRequest.model_validate(
+            {"resources": rng.choice(FLAVORS), "num_instances": per_request}
+        )
+        for _ in range(max(1, config.instances // per_request))
     ]
-    settings = SchedulerSettings(api_url=url, host_subset_size=3, claim_attempts=5)
-    clients = [PlacementClient(url, "admin") for _ in range(k)]
-    schedulers = [
-        Scheduler(settings, client, rng=random.Random(i)) for i, client in enumerate(clients)
-    ]
+    settings = SchedulerSettings(api_url=server.url, **config.settings)
+    clients = [PlacementClient(server.url, "admin") for _ in range(1 if config.shared else k)]
+    schedulers = [Scheduler(settings, c, rng=random.Random(i)) for i, c in enumerate(clients)]
+    await _warm(schedulers)
+    api_pids, db_pids = infra.process_tree(server.pid), await infra.database_pids(server)
+    own, api, db = _own_cpu(), infra.cpu_seconds(api_pids), infra.cpu_seconds(db_pids)
     started = time.perf_counter()
+    deadline = started + config.max_seconds
     workers = await asyncio.gather(
-        *(_scheduler_loop(s, requests[i::k]) for i, s in enumerate(schedulers))
-    )
+        *(_scheduler_loop(schedulers[i % len(schedulers)], requests[i::k], deadline)
+          for i in range(k))
+    )  # fmt: skip
     seconds = time.perf_counter() - started
+    cpu = (
+        _own_cpu() - own,
+        infra.cpu_used(api, infra.cpu_seconds(api_pids)),
+        infra.cpu_used(db, infra.cpu_seconds(db_pids | await infra.database_pids(server))),
+    )
     for client in clients:
         await client.aclose()
+    result = _summarise(config, workers, seconds)
+    placed = max(1, result.placed)
+    result.scheduler_cpu_ms, result.api_cpu_ms, result.db_cpu_ms = (
+        round(seconds * 1000 / placed, 2) for seconds in cpu
+    )
+    everything = {c: a for w in workers for c, a in w.placed.items()}
+    result.over_capacity, result.wrong_allocations = await infra.verify(engine, everything)
+    await infra.reset(engine)
+    return result
+
+
+async def _warm(schedulers: list[Scheduler]) -> None:
+    """Read each scheduler's candidates once per flavor before the clock starts, as a
+    running scheduler has them (the Kubernetes scheduler, too, waits for its informer
+    caches to sync before scheduling). Their refreshes during the run are measured."""
+    for scheduler in schedulers:
+        for flavor in FLAVORS:
+            spec = ScheduleRequest.model_validate({"resources": flavor})
+            limit = scheduler.settings.max_allocation_candidates
+            await scheduler.host_cache.view(candidates_query(resource_request(spec), limit))
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _summarise(config: _Config, workers: list[_Worker], seconds: float) -> RunResult:
     latencies = sorted(x for w in workers for x in w.latencies)
-    result = RunResult(backend="", hosts=hosts, schedulers=k, requested=instances, seconds=seconds)
+    result = RunResult(
+        backend=config.backend,
+        hosts=config.hosts,
+        schedulers=config.schedulers,
+        shared=config.shared,
+        per_request=config.per_request,
+        requested=config.instances,
+        seconds=round(seconds, 2),
+    )
     result.placed = sum(len(w.placed) for w in workers)
     result.no_valid_host = sum(w.refused for w in workers)
     result.placements_per_second = round(result.placed / seconds, 1)
@@ -220,81 +242,115 @@ async def _run(url: str, hosts: int, k: int, instances: int, rng: random.Random)
     result.claims = sum(w.claims for w in workers)
     result.conflicts = sum(w.conflicts for w in workers)
     result.conflict_rate = round(result.conflicts / max(1, result.claims), 4)
-    placed = {c: a for w in workers for c, a in w.placed.items()}
-    async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as http:
-        await _verify(http, placed, result)
-        await _bounded(lambda c: http.delete(f"/allocations/{c}"), placed)
+    result.decisions = len(latencies)
+    result.candidate_reads = sum(w.reads for w in workers)
     return result
 
 
-async def _verify(
-    http: httpx.AsyncClient, placed: dict[str, dict[str, dict[str, int]]], result: RunResult
-) -> None:
-    providers = (await http.get("/resource_providers")).json()["resource_providers"]
+def _bench_hosts(server: infra.Server, configs: list[_Config]) -> list[RunResult]:
+    hosts = configs[0].hosts
 
-    async def check_provider(rp: str) -> None:
-        inventories = (await http.get(f"/resource_providers/{rp}/inventories")).json()
-        usages = (await http.get(f"/resource_providers/{rp}/usages")).json()["usages"]
-        for rc, inv in inventories["inventories"].items():
-            if usages.get(rc, 0) > (inv["total"] - inv["reserved"]) * inv["allocation_ratio"]:
-                result.over_capacity.append(f"{rp} {rc}")
+    async def run_all() -> list[RunResult]:
+        async with httpx.AsyncClient(base_url=server.url, headers=HEADERS, timeout=60) as http:
+            started = time.perf_counter()
+            await _create_hosts(http, hosts, random.Random(hosts))
+            print(f"  {hosts} hosts created in {time.perf_counter() - started:.1f}s", flush=True)
+        engine = create_engine(server.database_url)
+        results = []
+        try:
+            for seed, config in enumerate(configs):
+                result = await _run(server, config, engine, seed)
+                _print(result)
+                results.append(result)
+        finally:
+            await engine.dispose()
+        return results
 
-    async def check_consumer(consumer: str) -> None:
-        held = (await http.get(f"/allocations/{consumer}")).json()["allocations"]
-        if {rp: entry["resources"] for rp, entry in held.items()} != placed[consumer]:
-            result.wrong_allocations.append(consumer)
-
-    await _bounded(check_provider, [str(p["uuid"]) for p in providers])
-    await _bounded(check_consumer, placed)
-
-
-def _bench_hosts(backend: str, hosts: int, ks: list[int], instances: int) -> list[RunResult]:
-    rng = random.Random(hosts)
-    results = []
-    with ExitStack() as stack:
-        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="scheduler-bench-")))
-        database_url = stack.enter_context(_database(backend, scratch))
-        url = stack.enter_context(_placement(database_url, scratch / "placement.log"))
-
-        async def setup() -> None:
-            async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as http:
-                await _create_hosts(http, hosts, rng)
-
-        started = time.perf_counter()
-        asyncio.run(setup())
-        print(f"  {hosts} hosts created in {time.perf_counter() - started:.1f}s")
-        for k in ks:
-            result = asyncio.run(_run(url, hosts, k, instances, rng))
-            result.backend = backend
-            _print(result)
-            results.append(result)
-    return results
+    return asyncio.run(run_all())
 
 
 def _print(result: RunResult) -> None:
     status = "ok" if result.verified else "FAILED VERIFICATION"
     print(
-        f"  K={result.schedulers:<3} placed {result.placed}/{result.requested} "
-        f"({result.no_valid_host} no valid host) in {result.seconds:.1f}s: "
+        f"  K={result.schedulers:<3}{_mode(result)} x{result.per_request} placed {result.placed}/"
+        f"{result.requested} ({result.no_valid_host} no valid host) in {result.seconds:.1f}s: "
         f"{result.placements_per_second}/s, p50 {result.latency_p50_ms} ms, "
-        f"p95 {result.latency_p95_ms} ms, conflicts {result.conflicts}/{result.claims} "
-        f"({result.conflict_rate:.1%}); verification {status}"
+        f"p95 {result.latency_p95_ms} ms, conflicts {result.conflicts}/{result.claims}, "
+        f"reads {result.candidate_reads}/{result.decisions}, CPU ms/placement scheduler "
+        f"{result.scheduler_cpu_ms} api {result.api_cpu_ms} db {result.db_cpu_ms}; "
+        f"verification {status}",
+        flush=True,
     )
+    for problem in (result.over_capacity + result.wrong_allocations)[:10]:
+        print(f"    {problem}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+def _mode(result: RunResult) -> str:
+    return " shared" if result.shared else ""
+
+
+def markdown(results: list[RunResult]) -> str:
+    lines = [
+        "| backend | hosts | K | instances/request | placed | placements/s | p50 ms | p95 ms "
+        "| conflicts | candidates reads | CPU ms/placement: scheduler / API / DB | verified |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.backend} | {r.hosts} | {r.schedulers}{_mode(r)} | {r.per_request} | {r.placed} "
+            f"| {r.placements_per_second} | {r.latency_p50_ms} | {r.latency_p95_ms} "
+            f"| {r.conflict_rate:.1%} ({r.conflicts}/{r.claims}) "
+            f"| {r.candidate_reads}/{r.decisions} "
+            f"| {r.scheduler_cpu_ms} / {r.api_cpu_ms} / {r.db_cpu_ms} "
+            f"| {'yes' if r.verified else 'NO'} |"
+        )
+    return "\n".join(lines)
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--backend", default="postgresql", help="sqlite and/or postgresql.")
     parser.add_argument("--hosts", default="200", help="Comma-separated host counts.")
     parser.add_argument("--schedulers", default="1,4", help="Comma-separated K values.")
     parser.add_argument("--instances", type=int, default=300, help="Instances per run.")
+    parser.add_argument("--per-request", default="1", help="Instances per request, comma list.")
+    parser.add_argument("--api-workers", type=int, default=1, help="placement-api --workers.")
+    parser.add_argument("--max-seconds", type=float, default=120, help="Time cap per run.")
+    parser.add_argument("--cache-seconds", type=float, help="Scheduler host_cache_seconds.")
+    parser.add_argument(
+        "--shared",
+        action="store_true",
+        help="Also run K>1 as K concurrent requests to one scheduler (one cache), as the "
+        "scheduler service serves them.",
+    )
     parser.add_argument("--json", type=Path, help="Also write the results here.")
-    args = parser.parse_args(argv)
-    ks = [int(k) for k in args.schedulers.split(",")]
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    settings: dict[str, Any] = {"host_subset_size": 3, "claim_attempts": 5}
+    if args.cache_seconds is not None:
+        settings["host_cache_seconds"] = args.cache_seconds
     results: list[RunResult] = []
-    for hosts in (int(h) for h in args.hosts.split(",")):
-        print(f"scheduler bench: {hosts} hosts, backend {args.backend}")
-        results.extend(_bench_hosts(args.backend, hosts, ks, args.instances))
+    for backend in args.backend.split(","):
+        for hosts in (int(h) for h in args.hosts.split(",")):
+            print(f"scheduler bench: {hosts} hosts, backend {backend}", flush=True)
+            ks = [int(k) for k in args.schedulers.split(",")]
+            modes = [(k, False) for k in ks] + [(k, True) for k in ks if k > 1 and args.shared]
+            configs = [
+                _Config(backend, hosts, k, shared, args.instances, int(per_request),
+                        args.max_seconds, settings)
+                for per_request in args.per_request.split(",")
+                for k, shared in modes
+            ]  # fmt: skip
+            with ExitStack() as stack:
+                scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="sched-bench-"))
+                server = stack.enter_context(
+                    infra.placement(backend, Path(scratch), args.api_workers)
+                )
+                results.extend(_bench_hosts(server, configs))
+    print(markdown(results))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         rows: list[dict[str, Any]] = [asdict(r) | {"verified": r.verified} for r in results]

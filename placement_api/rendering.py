@@ -46,9 +46,10 @@ def json_response(
     status: int = 200,
     last_modified: datetime | None = None,
     headers: dict[str, str] | None = None,
+    response_class: type[JSONResponse] = JSONResponse,
 ) -> Response:
     """A JSON response with the cache headers that microversion 1.15 added."""
-    response = JSONResponse(body, status_code=status, headers=headers)
+    response = response_class(body, status_code=status, headers=headers)
     if version.has("last_modified"):
         response.headers["last-modified"] = http_date(last_modified or datetime.now(UTC))
         response.headers["cache-control"] = "no-cache"

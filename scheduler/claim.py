@@ -1,27 +1,46 @@
 """Claim in weight order: write the host's allocation request for the consumer;
 on 409 (another writer got there first, or the host is full) try the next
-host, at most ``claim_attempts`` hosts. Releasing gives claims back."""
+host, at most ``claim_attempts`` hosts. Releasing gives claims back.
+
+The host's usage is reserved before the claim is sent (the Kubernetes
+scheduler's "assume"), so decisions made while the claim is in flight see
+it; a refused or failed claim gives the reservation back."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scheduler.client import AllocationRequest, PlacementClient, PlacementError
+from scheduler.client import (
+    CONCURRENT_UPDATE,
+    AllocationRequest,
+    PlacementClient,
+    PlacementError,
+)
 from scheduler.explain import ClaimAttempt
-from scheduler.host_state import HostState
+from scheduler.host_state import HostState, Reservation
 
 
 @dataclass
 class ClaimResult:
     host: HostState | None = None
     request: AllocationRequest | None = None
+    reservation: Reservation | None = None
     attempts: list[ClaimAttempt] = field(default_factory=list)
+
+    # Hosts refused for want of capacity, not for a generation conflict.
+    stale: list[str] = field(default_factory=list)
 
     @property
     def lost(self) -> list[str]:
         """Hosts whose claim was refused: their in-memory state is stale."""
         return [a.uuid for a in self.attempts if a.outcome == "conflict"]
+
+    def why_unclaimed(self) -> str:
+        if not self.attempts:
+            return "no host was left to claim on"
+        tried = "; ".join(f"{a.host}: {a.detail or a.outcome}" for a in self.attempts)
+        return f"Placement refused every claim tried ({tried})"
 
 
 @dataclass(frozen=True)
@@ -47,19 +66,27 @@ class Claimer:
             request = host.fitting_request()
             if request is None:
                 continue
-            outcome = await self._client.claim(
-                consumer,
-                request,
-                project_id=project_id,
-                user_id=user_id,
-                consumer_type=self._consumer_type,
-            )
+            reservation = host.consume(request)
+            try:
+                outcome = await self._client.claim(
+                    consumer,
+                    request,
+                    project_id=project_id,
+                    user_id=user_id,
+                    consumer_type=self._consumer_type,
+                )
+            except BaseException:
+                reservation.undo()
+                raise
             if outcome.claimed:
                 result.attempts.append(
                     ClaimAttempt(host=host.name, uuid=host.uuid, outcome="claimed")
                 )
-                result.host, result.request = host, request
+                result.host, result.request, result.reservation = host, request, reservation
                 return result
+            reservation.undo()
+            if outcome.code != CONCURRENT_UPDATE:
+                result.stale.append(host.uuid)
             result.attempts.append(
                 ClaimAttempt(
                     host=host.name, uuid=host.uuid, outcome="conflict", detail=outcome.detail

@@ -3,7 +3,8 @@
 Every request speaks microversion 1.39. A claim is ``PUT /allocations/{consumer}``
 with ``consumer_generation: null`` (the consumer must be new), so two
 schedulers can never both own one consumer, and Placement refuses any write
-that would exceed a provider's capacity.
+that would exceed a provider's capacity. The claims of a multi-instance
+request can go together in one ``POST /allocations``, written all or nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MICROVERSION = "1.39"
 CONFLICT = 409
+# A 409 with this code lost a generation race; without it, the claim did not fit.
+CONCURRENT_UPDATE = "placement.concurrent_update"
 
 
 class PlacementError(Exception):
@@ -129,13 +132,28 @@ class PlacementClient:
         user_id: str,
         consumer_type: str,
     ) -> ClaimOutcome:
-        body = request.claim_body() | {
-            "project_id": project_id,
-            "user_id": user_id,
-            "consumer_generation": None,
-            "consumer_type": consumer_type,
-        }
+        body = _new_consumer(request, project_id, user_id, consumer_type)
         response = await self._send("PUT", f"/allocations/{consumer}", json=body)
+        return self._claim_outcome(response)
+
+    async def claim_together(
+        self,
+        claims: Sequence[tuple[str, AllocationRequest]],
+        *,
+        project_id: str,
+        user_id: str,
+        consumer_type: str,
+    ) -> ClaimOutcome:
+        """Claim for several new consumers in one ``POST /allocations``: Placement
+        writes all of them or, with a 409, none."""
+        body = {
+            consumer: _new_consumer(request, project_id, user_id, consumer_type)
+            for consumer, request in claims
+        }
+        response = await self._send("POST", "/allocations", json=body)
+        return self._claim_outcome(response)
+
+    def _claim_outcome(self, response: httpx.Response) -> ClaimOutcome:
         if response.status_code == CONFLICT:
             detail, code = _error_of(response)
             return ClaimOutcome(claimed=False, detail=detail, code=code)
@@ -195,6 +213,17 @@ class PlacementClient:
                 detail,
                 code,
             )
+
+
+def _new_consumer(
+    request: AllocationRequest, project_id: str, user_id: str, consumer_type: str
+) -> dict[str, Any]:
+    return request.claim_body() | {
+        "project_id": project_id,
+        "user_id": user_id,
+        "consumer_generation": None,
+        "consumer_type": consumer_type,
+    }
 
 
 def _error_of(response: httpx.Response) -> tuple[str, str]:

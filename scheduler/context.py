@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scheduler.spec import Hints, ImageProperties, ServerGroupHint
 
@@ -46,6 +46,12 @@ class SchedulingContext:
 
     def names_of(self, hosts: Iterable[str]) -> str:
         return ", ".join(sorted(self.name_of(host) for host in hosts))
+
+    def trial(self) -> SchedulingContext:
+        """A copy whose recorded placements do not reach this one."""
+        return replace(
+            self, group_hosts=Counter(self.group_hosts), host_names=dict(self.host_names)
+        )
 
     def record_placement(self, host: str, name: str) -> None:
         """Later instances of the same request see this one."""

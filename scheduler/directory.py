@@ -73,7 +73,7 @@ class ProviderDirectory:
     async def metadata(self, hosts: list[str], *, with_counts: bool) -> dict[str, HostMetadata]:
         records = await self.providers(hosts)
         memberships = await self._memberships()
-        counts = await self._consumer_counts(hosts) if with_counts else {}
+        counts = await self.consumer_counts(hosts) if with_counts else {}
         return {
             host: self._describe(host, records, memberships, counts.get(host)) for host in hosts
         }
@@ -108,7 +108,7 @@ class ProviderDirectory:
             self._members_at = self._clock()
         return self._members
 
-    async def _consumer_counts(self, hosts: list[str]) -> dict[str, int]:
+    async def consumer_counts(self, hosts: list[str]) -> dict[str, int]:
         stale = [h for h in hosts if h not in self._counts or self._stale(self._counts[h][1])]
         fetched = await self._gather(self._client.consumer_count(h) for h in stale)
         now = self._clock()

@@ -1,10 +1,19 @@
 """One scheduling decision: candidates -> host states -> per instance: capacity,
 filters, weighers, random pick among the best, claim -> selections.
 
-Placement is asked once per request, with one instance's amounts; every
-instance after the first sees the consumption of the ones before it (in the
-shared ``UsageBook`` and the context). A request is all or nothing: if one
-instance cannot be placed, the claims already made for it are released.
+The candidates come from the ``HostCache``: at most one GET
+/allocation_candidates per request (with one instance's amounts), none while
+a cached answer for the same shape is fresh. Every instance sees the
+consumption of the ones before it, and of earlier requests (in the shared
+``UsageBook`` and the context). A request is all or nothing. The instances of
+a multi-instance request are first decided in memory and claimed together in
+one ``POST /allocations``, which Placement writes whole or not at all; when
+that is refused they are claimed one by one, moving to the next host on a
+refusal, and if one instance cannot be placed the claims made are released.
+
+A request is never refused on cached state alone: when an instance cannot
+be placed on an answer read before the request began, the candidates are
+read again and that instance is tried once more on the fresh answer.
 """
 
 from __future__ import annotations
@@ -12,33 +21,35 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
 
-from scheduler.claim import Claimer, ClaimResult, ReleaseResult
+from scheduler.choosing import Choice, Chooser, UnplaceableError
+from scheduler.claim import Claimer, ReleaseResult
 from scheduler.client import MICROVERSION, PlacementClient, PlacementError
 from scheduler.context import SchedulingContext
 from scheduler.diagnose import diagnose
 from scheduler.directory import ProviderDirectory
 from scheduler.explain import (
+    ClaimAttempt,
     Explanation,
     Failure,
     InstanceExplanation,
     PlacementQuery,
     PlacementReport,
-    RejectedHost,
-    Stage,
-    emptied_by_capacity,
-    emptied_by_filter,
     no_valid_host_message,
 )
-from scheduler.host_state import HostState, build_hosts, requests_by_host
+from scheduler.host_cache import CandidateView, Clock, HostCache
+from scheduler.host_state import HostState
 from scheduler.ledger import GroupLedger
-from scheduler.pipeline import Pipeline, WeighedHost
-from scheduler.query import candidates_query, query_string
-from scheduler.results import Alternate, ProviderRef, ScheduleResponse, Selection
+from scheduler.pipeline import Pipeline
+from scheduler.query import QueryParams, candidates_query, query_string
+from scheduler.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
-from scheduler.spec import ScheduleRequest, resource_request
+from scheduler.spec import ResourceRequest, ScheduleRequest, resource_request
 
 LOG = logging.getLogger(__name__)
 
@@ -54,18 +65,23 @@ class PlacementRejectedError(Exception):
     """Placement refused the query built from the request (a 400): the request is wrong."""
 
 
-class _UnplaceableError(Exception):
-    def __init__(self, stage: Stage, reason: str) -> None:
-        super().__init__(reason)
-        self.stage = stage
-        self.reason = reason
-
-
 @dataclass
-class _Placed:
-    consumer: str
-    host: HostState
-    selection: Selection
+class _Run:
+    """One request's hosts: the answer it started from, less the hosts whose claims
+    Placement refused during the request."""
+
+    query: QueryParams
+    request: ResourceRequest
+    started: float
+    reads_before: int  # the cache's reads started before the request began
+    view: CandidateView
+    hosts: list[HostState]
+    forced: str = ""
+    lost: set[str] = field(default_factory=set)
+
+    @property
+    def read_for_it(self) -> bool:
+        return self.view.read > self.reads_before
 
 
 class Scheduler:
@@ -76,6 +92,7 @@ class Scheduler:
         *,
         pipeline: Pipeline | None = None,
         rng: random.Random | None = None,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.settings = settings
         self.client = client
@@ -86,27 +103,39 @@ class Scheduler:
             default_availability_zone=settings.default_availability_zone,
             cache_seconds=settings.provider_cache_seconds,
         )
+        self.host_cache = HostCache(
+            client,
+            self.directory,
+            ttl=settings.host_cache_seconds,
+            shapes=settings.host_cache_shapes,
+            clock=clock,
+        )
         self.ledger = GroupLedger()
         self.claimer = Claimer(
             client, attempts=settings.claim_attempts, consumer_type=settings.consumer_type
         )
-        self.rng = rng or random.Random()
+        self.chooser = Chooser(settings, self.pipeline, rng or random.Random())
 
     async def schedule(self, spec: ScheduleRequest) -> ScheduleResponse:
         explanation = Explanation()
         instances = len(spec.consumer_uuids)
         try:
-            hosts = await self._candidate_hosts(spec, explanation)
-            context = await self._context(spec, hosts)
-        except _UnplaceableError as exc:
+            run = await self._start(spec, explanation)
+            context = await self._context(spec, run.hosts)
+        except UnplaceableError as exc:
             explanation.failure = Failure(stage=exc.stage, reason=exc.reason)
             raise NoValidHostError(explanation, instances) from None
         consumers = [str(c) for c in spec.consumer_uuids]
-        placed: list[_Placed] = []
+        placed: list[Choice] = []
+        in_flight = consumers if len(consumers) > 1 else []
         try:
-            for consumer in consumers:
-                placed.append(await self._place(consumer, spec, hosts, context, explanation))
-        except _UnplaceableError as exc:
+            refused: dict[str, ClaimAttempt] = {}
+            if in_flight:
+                placed, refused = await self._place_together(spec, run, context, explanation)
+            for consumer in consumers[len(placed) :]:
+                in_flight = [consumer]
+                placed.append(await self._place(consumer, spec, run, context, explanation, refused))
+        except UnplaceableError as exc:
             index = len(placed)
             explanation.failure = Failure(
                 stage=exc.stage,
@@ -117,10 +146,9 @@ class Scheduler:
             await self._roll_back(placed, explanation)
             raise NoValidHostError(explanation, instances) from None
         except BaseException:
-            # Placement failed or the request was cancelled: the claim in flight may have
-            # been written even though its answer was lost, so it is given back too.
-            in_flight = consumers[len(placed)]
-            await asyncio.shield(self._roll_back(placed, explanation, in_flight))
+            # Placement failed or the request was cancelled: the claims in flight may have
+            # been written even though the answer was lost, so they are given back too.
+            await asyncio.shield(self._roll_back(placed, explanation, *in_flight))
             raise
         if spec.hints.group is not None:
             for entry in placed:
@@ -131,40 +159,58 @@ class Scheduler:
         result = await self.claimer.release(consumers)
         for consumer in result.released:
             self.ledger.forget(consumer)
+        if result.released:
+            self.host_cache.invalidate()
         return result
 
-    async def _candidate_hosts(
-        self, spec: ScheduleRequest, explanation: Explanation
-    ) -> list[HostState]:
+    async def _start(self, spec: ScheduleRequest, explanation: Explanation) -> _Run:
+        started, reads_before = self.host_cache.now(), self.host_cache.reads_started
         request = resource_request(spec, in_tree=await self._forced_tree(spec))
-        params = candidates_query(request, self.settings.max_allocation_candidates)
+        query = candidates_query(request, self.settings.max_allocation_candidates)
+        view = await self._view(query)
+        if not view.hosts and view.read <= reads_before:
+            view = await self._view(query, read_after=reads_before)  # nothing cached: ask again
+        forced = ", ".join(spec.hints.force_hosts + spec.hints.force_nodes)
+        run = _Run(query, request, started, reads_before, view, list(view.hosts), forced)
+        await self._report_candidates(run, explanation)
+        await self._count_instances(run.hosts)
+        return run
+
+    async def _view(self, query: QueryParams, read_after: int | None = None) -> CandidateView:
         try:
-            response = await self.client.allocation_candidates(params)
+            return await self.host_cache.view(query, read_after=read_after)
         except PlacementError as exc:
             if exc.status == 400:
                 raise PlacementRejectedError(exc.detail) from exc
             raise
-        by_host = requests_by_host(response)
+
+    async def _report_candidates(self, run: _Run, explanation: Explanation) -> None:
+        view = run.view
         report = PlacementReport(
-            request=PlacementQuery(query=query_string(params), microversion=MICROVERSION),
-            allocation_requests=len(response.allocation_requests),
-            hosts=len(by_host),
+            request=PlacementQuery(query=query_string(run.query), microversion=MICROVERSION),
+            allocation_requests=view.allocation_requests,
+            hosts=view.hosts_found,
+            cache_age_seconds=None if run.read_for_it else round(run.started - view.fetched_at, 3),
         )
         explanation.placement = report
-        if not by_host:
-            report.diagnosis = await diagnose(self.client, request)
-            forced = ", ".join(spec.hints.force_hosts + spec.hints.force_nodes)
-            prefix = f"the forced host {forced} has no room: " if forced else ""
-            raise _UnplaceableError(
-                "placement",
-                f"{prefix}Placement returned no allocation candidates for "
-                f"GET /allocation_candidates?{report.request.query} "
-                f"({'; '.join(report.diagnosis)})",
-            )
-        metadata = await self.directory.metadata(
-            list(by_host), with_counts=self.pipeline.needs_instance_counts
+        if run.hosts:
+            return
+        report.diagnosis = await diagnose(self.client, run.request)
+        prefix = f"the forced host {run.forced} has no room: " if run.forced else ""
+        raise UnplaceableError(
+            "placement",
+            f"{prefix}Placement returned no allocation candidates for "
+            f"GET /allocation_candidates?{report.request.query} "
+            f"({'; '.join(report.diagnosis)})",
         )
-        return build_hosts(response, metadata)
+
+    async def _count_instances(self, hosts: Sequence[HostState]) -> None:
+        """Consumer counts as this scheduler knows them now, when a plugin reads them."""
+        if not self.pipeline.needs_instance_counts:
+            return
+        counts = await self.directory.consumer_counts([host.uuid for host in hosts])
+        for host in hosts:
+            host.num_instances = counts[host.uuid]
 
     async def _forced_tree(self, spec: ScheduleRequest) -> str | None:
         """With one forced host, ask Placement about that tree only (so ``limit`` cannot
@@ -178,7 +224,7 @@ class Scheduler:
             return targets[0]
         found = await self.directory.uuid_named(targets[0])
         if found is None:
-            raise _UnplaceableError(
+            raise UnplaceableError(
                 "request", f"forced host {targets[0]} is not a resource provider in Placement"
             )
         return found
@@ -224,82 +270,106 @@ class Scheduler:
         self,
         consumer: str,
         spec: ScheduleRequest,
-        hosts: list[HostState],
+        run: _Run,
         context: SchedulingContext,
         explanation: Explanation,
-    ) -> _Placed:
-        report = InstanceExplanation(consumer_uuid=consumer, hosts_considered=len(hosts))
+        refused: dict[str, ClaimAttempt],
+    ) -> Choice:
+        report = InstanceExplanation(consumer_uuid=consumer, hosts_considered=len(run.hosts))
+        if consumer in refused:
+            report.claims.append(refused[consumer])
         explanation.instances.append(report)
-        weighed = self._rank(hosts, context, report)
-        claim = await self.claimer.claim(
-            consumer,
-            self._claim_order(weighed),
-            project_id=spec.project_id or self.settings.default_project_id,
-            user_id=spec.user_id or self.settings.default_user_id,
+        try:
+            return await self._place_on(consumer, spec, run, context, report)
+        except UnplaceableError:
+            if run.read_for_it:
+                raise
+        # Refused on a cached answer: read the candidates again and try once more.
+        run.view = await self._view(run.query, read_after=run.reads_before)
+        run.hosts = list(run.view.hosts)
+        await self._report_candidates(run, explanation)
+        await self._count_instances(run.hosts)
+        context.host_names.update((host.uuid, host.name) for host in run.hosts)
+        retry = InstanceExplanation(
+            consumer_uuid=consumer, hosts_considered=len(run.hosts), claims=report.claims
         )
-        report.claims = claim.attempts
-        lost = set(claim.lost)
-        hosts[:] = [host for host in hosts if host.uuid not in lost]
-        if claim.host is None or claim.request is None:
-            raise _UnplaceableError("claim", _claims_failed(claim))
-        chosen, request = claim.host, claim.request
-        chosen.consume(request)
+        explanation.instances[-1] = retry
+        return await self._place_on(consumer, spec, run, context, retry)
+
+    async def _place_on(
+        self,
+        consumer: str,
+        spec: ScheduleRequest,
+        run: _Run,
+        context: SchedulingContext,
+        report: InstanceExplanation,
+    ) -> Choice:
+        weighed = self.chooser.rank(run.hosts, context, report)
+        project_id, user_id = self._owner(spec)
+        claim = await self.claimer.claim(
+            consumer, self.chooser.claim_order(weighed), project_id=project_id, user_id=user_id
+        )
+        report.claims.extend(claim.attempts)
+        run.lost.update(claim.lost)
+        run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
+        for host in claim.stale:
+            self.host_cache.lost(host)
+        if claim.host is None or claim.request is None or claim.reservation is None:
+            raise UnplaceableError("claim", claim.why_unclaimed())
+        chosen = claim.host
         context.record_placement(chosen.uuid, chosen.name)
         self.directory.note_consumer(chosen.uuid, +1)
         report.chosen = next(w.report() for w in weighed if w.host is chosen)
-        selection = Selection(
-            consumer_uuid=consumer,
-            provider=ProviderRef(uuid=chosen.uuid, name=chosen.name),
-            allocations=request.allocations,
-            mappings=request.mappings,
-            alternates=self._alternates(weighed, chosen, lost),
+        selection = self.chooser.selection(consumer, chosen, claim.request, weighed, run.lost)
+        return Choice(consumer, chosen, claim.request, claim.reservation, selection)
+
+    async def _place_together(
+        self, spec: ScheduleRequest, run: _Run, context: SchedulingContext, explanation: Explanation
+    ) -> tuple[list[Choice], dict[str, ClaimAttempt]]:
+        """Decide every instance in memory, then claim for all of them in one POST
+        /allocations, which Placement writes all or nothing. When an instance does not
+        fit or Placement refuses, nothing was written: no choices (with the refusals),
+        and the instances are placed one claim at a time, which copes with both."""
+        trial, reports, chosen = context.trial(), [], []
+        try:
+            for consumer in (str(c) for c in spec.consumer_uuids):
+                report = InstanceExplanation(
+                    consumer_uuid=consumer, hosts_considered=len(run.hosts)
+                )
+                reports.append(report)
+                chosen.append(self.chooser.reserve_best(consumer, run.hosts, trial, report))
+            project_id, user_id = self._owner(spec)
+            outcome = await self.client.claim_together(
+                [(choice.consumer, choice.request) for choice in chosen],
+                project_id=project_id,
+                user_id=user_id,
+                consumer_type=self.settings.consumer_type,
+            )
+        except BaseException as exc:
+            for choice in chosen:
+                choice.reservation.undo()
+            if isinstance(exc, UnplaceableError):
+                return [], {}
+            raise
+        if not outcome.claimed:
+            for choice in chosen:
+                choice.reservation.undo()
+            why = f"refused with the request's other instances: {outcome.detail}"
+            return [], {c.consumer: _attempt(c, "conflict", why) for c in chosen}
+        for choice, report in zip(chosen, reports, strict=True):
+            report.claims.append(_attempt(choice, "claimed"))
+            self.directory.note_consumer(choice.host.uuid, +1)
+        explanation.instances.extend(reports)
+        return chosen, {}
+
+    def _owner(self, spec: ScheduleRequest) -> tuple[str, str]:
+        return (
+            spec.project_id or self.settings.default_project_id,
+            spec.user_id or self.settings.default_user_id,
         )
-        return _Placed(consumer, chosen, selection)
-
-    def _rank(
-        self, hosts: list[HostState], context: SchedulingContext, report: InstanceExplanation
-    ) -> list[WeighedHost]:
-        fitting: list[HostState] = []
-        full: list[HostState] = []
-        for host in hosts:
-            (fitting if host.fitting_request() is not None else full).append(host)
-        report.hosts_with_room = len(fitting)
-        report.capacity_rejected = [
-            RejectedHost(host=h.name, uuid=h.uuid, reason=h.shortfall())
-            for h in full[: self.settings.explain_max_rejections]
-        ]
-        if not fitting:
-            raise _UnplaceableError("capacity", emptied_by_capacity(report.capacity_rejected))
-        passed, report.filters = self.pipeline.run_filters(fitting, context)
-        if not passed:
-            raise _UnplaceableError("filter", emptied_by_filter(report.filters[-1]))
-        weighed = self.pipeline.weigh(passed, context)
-        report.weighed = [w.report() for w in weighed[: self.settings.explain_top_hosts]]
-        return weighed
-
-    def _claim_order(self, weighed: list[WeighedHost]) -> list[HostState]:
-        """A random one of the best ``host_subset_size`` first, then by weight."""
-        best = weighed[: self.settings.host_subset_size]
-        first = self.rng.choice(best)
-        return [first.host] + [w.host for w in weighed if w is not first]
-
-    def _alternates(
-        self, weighed: list[WeighedHost], chosen: HostState, lost: set[str]
-    ) -> list[Alternate]:
-        alternates: list[Alternate] = []
-        for entry in weighed:
-            if len(alternates) >= self.settings.max_attempts - 1:
-                break
-            host = entry.host
-            request = host.fitting_request()
-            if host is chosen or host.uuid in lost or request is None:
-                continue
-            provider = ProviderRef(uuid=host.uuid, name=host.name)
-            alternates.append(Alternate(provider=provider, allocation_request=request))
-        return alternates
 
     async def _roll_back(
-        self, placed: list[_Placed], explanation: Explanation, *in_flight: str
+        self, placed: list[Choice], explanation: Explanation, *in_flight: str
     ) -> None:
         consumers = [entry.consumer for entry in placed] + list(in_flight)
         if not consumers:
@@ -307,6 +377,8 @@ class Scheduler:
         result = await self.claimer.release(consumers)
         for entry in placed:
             self.directory.note_consumer(entry.host.uuid, -1)
+            entry.reservation.undo()
+        self.host_cache.invalidate()  # rare, and the amounts given back may predate a read
         explanation.released = result.released
         if result.failed:
             failed = "; ".join(f"{c}: {why}" for c, why in result.failed.items())
@@ -315,8 +387,9 @@ class Scheduler:
                 explanation.failure.reason += f" (could not release {failed})"
 
 
-def _claims_failed(claim: ClaimResult) -> str:
-    if not claim.attempts:
-        return "no host was left to claim on"
-    tried = "; ".join(f"{a.host}: {a.detail or a.outcome}" for a in claim.attempts)
-    return f"Placement refused every claim tried ({tried})"
+def _attempt(
+    choice: Choice, outcome: Literal["claimed", "conflict"], detail: str = ""
+) -> ClaimAttempt:
+    return ClaimAttempt(
+        host=choice.host.name, uuid=choice.host.uuid, outcome=outcome, detail=detail
+    )

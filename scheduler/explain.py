@@ -86,6 +86,13 @@ class PlacementReport(BaseModel):
     request: PlacementQuery
     allocation_requests: int
     hosts: int
+    cache_age_seconds: float | None = Field(
+        default=None,
+        description=(
+            "How old the scheduler's cached answer to this query was when the request "
+            "began; null when it was read for this request."
+        ),
+    )
     diagnosis: list[str] = Field(
         default_factory=list,
         description="When Placement found nothing: which part of the request matched nothing.",

@@ -1,12 +1,17 @@
-"""Host states built from one GET /allocation_candidates answer.
+"""Host states built from GET /allocation_candidates answers.
 
 A *host* is the root provider of the tree an allocation request draws its
 compute resources from (sharing providers, those with the
 ``MISC_SHARES_VIA_AGGREGATE`` trait, do not make a host). Usage lives in one
-``UsageBook`` for the whole answer, because a sharing provider's capacity is
-shared by every host that can use it; consuming an allocation request for
-one instance updates the book, so the next instance of the same request sees
-what is left.
+``UsageBook``, because a sharing provider's capacity is shared by every host
+that can use it; consuming an allocation request for one instance updates
+the book, so the next instance (of this request or a later one) sees what is
+left. A newer answer replaces the usage of the providers it summarises.
+
+Consuming returns a ``Reservation``: when the claim it was made for fails,
+undoing it gives the amounts back. Undo works on the ``Usage`` records it
+changed, so after a refresh has replaced them (the new figures come from
+Placement and never held the failed claim) undoing changes nothing.
 
 Facts Placement's answer does not carry (the provider's name, its
 aggregates, availability zone and aggregate metadata, how many consumers it
@@ -21,6 +26,11 @@ from dataclasses import dataclass, field
 from scheduler.client import AllocationRequest, CandidatesResponse, ProviderSummary
 
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
+# An allocation request flattened: (provider, resource class, amount) for each amount.
+Needs = tuple[tuple[str, str, int], ...]
+
+
+_NONE: Mapping[str, Usage] = {}
 
 
 @dataclass
@@ -46,6 +56,24 @@ class UsageBook:
     def usage(self, provider: str, resource_class: str) -> Usage | None:
         return self._usage.get(provider, {}).get(resource_class)
 
+    # fits() and free() run for every host of every decision: kept tight.
+    def fits(self, needs: Needs) -> bool:
+        book = self._usage
+        for rp, rc, amount in needs:
+            usage = book.get(rp, _NONE).get(rc)
+            if usage is None or usage.capacity - usage.used < amount:
+                return False
+        return True
+
+    def free(self, providers: tuple[str, ...], resource_class: str) -> int:
+        free = 0
+        book = self._usage
+        for rp in providers:
+            usage = book.get(rp, _NONE).get(resource_class)
+            if usage is not None:
+                free += usage.capacity - usage.used
+        return free
+
     def shortfall(self, request: AllocationRequest) -> str | None:
         """Why the request no longer fits, or None when it does."""
         for rp, allocation in request.allocations.items():
@@ -56,11 +84,37 @@ class UsageBook:
                     return f"{rc} needs {amount}, {free} left on provider {rp}"
         return None
 
-    def consume(self, request: AllocationRequest) -> None:
+    def refresh(self, summaries: Mapping[str, ProviderSummary]) -> None:
+        """Take Placement's newer figures for the providers it summarised."""
+        for rp, summary in summaries.items():
+            self._usage[rp] = {rc: Usage(r.capacity, r.used) for rc, r in summary.resources.items()}
+
+    def consume(self, request: AllocationRequest) -> list[tuple[Usage, int]]:
+        taken = []
         for rp, allocation in request.allocations.items():
             for rc, amount in allocation.resources.items():
                 usage = self._usage.setdefault(rp, {}).setdefault(rc, Usage(0, 0))
                 usage.used += amount
+                taken.append((usage, amount))
+        return taken
+
+
+@dataclass
+class Reservation:
+    """One instance's consumption, given back with ``undo`` when its claim fails."""
+
+    host: HostState
+    taken: list[tuple[Usage, int]]
+    undone: bool = False
+
+    def undo(self) -> None:
+        if self.undone:
+            return
+        self.undone = True
+        for usage, amount in self.taken:
+            usage.used -= amount
+        if self.host.num_instances is not None:
+            self.host.num_instances -= 1
 
 
 @dataclass(frozen=True)
@@ -84,27 +138,39 @@ class HostState:
     availability_zone: str = "nova"
     aggregate_metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
     num_instances: int | None = None
+    _needs: list[tuple[AllocationRequest, Needs]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._needs = [(request, needs_of(request)) for request in self.requests]
 
     def free(self, resource_class: str) -> int:
         """Capacity under the allocation ratio minus usage, summed over the tree."""
-        free = 0
-        for rp in self.tree:
-            usage = self.book.usage(rp, resource_class)
-            if usage is not None:
-                free += usage.capacity - usage.used
-        return free
+        return self.book.free(self.tree, resource_class)
 
     def fitting_request(self) -> AllocationRequest | None:
-        return next((r for r in self.requests if self.book.shortfall(r) is None), None)
+        fits = self.book.fits
+        for request, needs in self._needs:
+            if fits(needs):
+                return request
+        return None
 
     def shortfall(self) -> str:
         reasons = (self.book.shortfall(r) for r in self.requests)
         return next((reason for reason in reasons if reason), "no allocation request")
 
-    def consume(self, request: AllocationRequest) -> None:
-        self.book.consume(request)
+    def consume(self, request: AllocationRequest) -> Reservation:
+        taken = self.book.consume(request)
         if self.num_instances is not None:
             self.num_instances += 1
+        return Reservation(self, taken)
+
+
+def needs_of(request: AllocationRequest) -> Needs:
+    return tuple(
+        (rp, rc, amount)
+        for rp, allocation in request.allocations.items()
+        for rc, amount in allocation.resources.items()
+    )
 
 
 def host_of(request: AllocationRequest, summaries: Mapping[str, ProviderSummary]) -> str:
@@ -132,13 +198,17 @@ def build_hosts(
     response: CandidatesResponse,
     metadata: Mapping[str, HostMetadata],
     book: UsageBook | None = None,
+    *,
+    by_host: Mapping[str, list[AllocationRequest]] | None = None,
 ) -> list[HostState]:
     """One host state per host with candidates, in Placement's order."""
     summaries = response.provider_summaries
     book = book or UsageBook(summaries)
     trees = _trees(summaries)
+    if by_host is None:
+        by_host = requests_by_host(response)
     hosts = []
-    for host, requests in requests_by_host(response).items():
+    for host, requests in by_host.items():
         facts = metadata.get(host) or HostMetadata(name=host)
         root = summaries.get(host)
         hosts.append(

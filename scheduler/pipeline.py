@@ -9,6 +9,7 @@ spreading. A weigher with multiplier 0 is not run.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -157,6 +158,9 @@ class Pipeline:
     def _apply(
         self, host_filter: HostFilter, hosts: list[HostState], context: SchedulingContext
     ) -> tuple[list[HostState], FilterReport]:
+        if not host_filter.applies(context):
+            everyone = len(hosts)
+            return hosts, FilterReport(name=host_filter.name, hosts_in=everyone, hosts_out=everyone)
         passed: list[HostState] = []
         rejected: list[RejectedHost] = []
         rejections = 0
@@ -177,11 +181,19 @@ class Pipeline:
         )
         return passed, report
 
-    def weigh(self, hosts: list[HostState], context: SchedulingContext) -> list[WeighedHost]:
-        """The hosts, best first (ties keep Placement's order)."""
+    def weigh(
+        self, hosts: list[HostState], context: SchedulingContext, best: int | None = None
+    ) -> list[WeighedHost]:
+        """The hosts, best first (ties keep Placement's order); only the ``best`` first
+        when given."""
         if not hosts:
             return []
-        raw = tuple([w.plugin.raw_weight(host, context) for host in hosts] for w in self.weighers)
+        raw = tuple(
+            [w.plugin.raw_weight(host, context) for host in hosts]
+            if w.plugin.applies(context)
+            else [0.0] * len(hosts)
+            for w in self.weighers
+        )
         scores = _Scores(
             names=tuple(w.plugin.name for w in self.weighers),
             multipliers=tuple(w.multiplier for w in self.weighers),
@@ -192,12 +204,12 @@ class Pipeline:
         for multiplier, column in zip(scores.multipliers, scores.normalised, strict=True):
             for index, value in enumerate(column):
                 totals[index] += value * multiplier
-        weighed = [
-            WeighedHost(host, total, scores, index)
-            for index, (host, total) in enumerate(zip(hosts, totals, strict=True))
-        ]
-        weighed.sort(key=lambda entry: entry.total, reverse=True)
-        return weighed
+        order = range(len(hosts))
+        if best is None:
+            ranked = sorted(order, key=totals.__getitem__, reverse=True)
+        else:  # heapq.nlargest is stable like sorted: ties keep Placement's order
+            ranked = heapq.nlargest(best, order, key=totals.__getitem__)
+        return [WeighedHost(hosts[index], totals[index], scores, index) for index in ranked]
 
 
 def _check_known(kind: str, names: Sequence[str], known: Mapping[str, object]) -> None:

@@ -105,6 +105,18 @@ class SchedulerSettings(BaseSettings):
     provider_cache_seconds: float = Field(
         default=60.0, ge=0, description="How long provider names, aggregates and counts are kept."
     )
+    host_cache_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description=(
+            "How long an allocation candidates answer is reused for requests of the same "
+            "shape (0: read for every request). Claims stay atomic in Placement either way; "
+            "this bounds how late the scheduler sees other writers' changes."
+        ),
+    )
+    host_cache_shapes: int = Field(
+        default=32, ge=1, description="Request shapes whose candidates are kept at once."
+    )
     consumer_type: str = Field(default="INSTANCE", pattern=r"^[A-Z0-9_]+$")
     default_project_id: str = "scheduler"
     default_user_id: str = "scheduler"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_
+from sqlalchemy import ColumnElement, and_, or_
 
 from placement_api.db.models import Inventory
 
@@ -56,5 +56,8 @@ def fits_clause(amount: int, inventory: type[Inventory] = Inventory) -> ColumnEl
         <= (inventory.total - inventory.reserved) * inventory.allocation_ratio,
         inventory.min_unit <= amount,
         inventory.max_unit >= amount,
-        amount % inventory.step_size == 0,
+        # Same test as ``amount % step_size == 0`` alone, but query planners
+        # can estimate ``step_size = 1`` from column statistics: the bare
+        # modulo makes them think almost no row fits, and plan accordingly.
+        or_(inventory.step_size == 1, amount % inventory.step_size == 0),
     )

@@ -35,6 +35,11 @@ class HostFilter(ABC):
     # Instance counts cost a Placement read per host; only fetched when a plugin needs them.
     needs_instance_counts: ClassVar[bool] = False
 
+    def applies(self, context: SchedulingContext) -> bool:
+        """False when the request gives this filter nothing to check, so every host
+        would pass: the pipeline then passes them without asking one by one."""
+        return True
+
     @abstractmethod
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict: ...
 
@@ -45,6 +50,10 @@ class HostWeigher(ABC):
     # Resource weighers flip sign when the strategy is "pack".
     follows_strategy: ClassVar[bool] = False
     needs_instance_counts: ClassVar[bool] = False
+
+    def applies(self, context: SchedulingContext) -> bool:
+        """False when every host would weigh 0 for this request (nothing is asked)."""
+        return True
 
     @abstractmethod
     def raw_weight(self, host: HostState, context: SchedulingContext) -> float: ...

@@ -104,8 +104,9 @@ async def test_allocation_requests_are_lists_before_1_12(
 
 
 async def test_mappings_from_1_34(api: PlacementClient, cloud: TreeBuilder) -> None:
-    path = "/allocation_candidates?resources=VCPU:1&resources_disk=DISK_GB:10&in_tree=" + (
-        cloud.uuids["cn1"]
+    path = (
+        "/allocation_candidates?resources=VCPU:1&resources_disk=DISK_GB:10&in_tree="
+        + (cloud.uuids["cn1"])
     )
     old = await get_ok(api, path, version="1.33")
     assert "mappings" not in old["allocation_requests"][0]
@@ -126,7 +127,7 @@ async def test_summary_fields_by_microversion(api: PlacementClient, cloud: TreeB
     v1_29 = (await get_ok(api, path, version="1.29"))["provider_summaries"][cn1]
     assert v1_29["parent_provider_uuid"] is None
     assert v1_29["root_provider_uuid"] == cn1
-    v1_16 = (await get_ok(api, "/allocation_candidates?resources=VCPU:1", "1.16"))
+    v1_16 = await get_ok(api, "/allocation_candidates?resources=VCPU:1", "1.16")
     assert "traits" not in v1_16["provider_summaries"][cn1]
 
 
@@ -224,7 +225,8 @@ async def test_required_forbidden_and_any_of_traits(
 async def test_member_of_any_all_and_forbidden(api: PlacementClient, cloud: TreeBuilder) -> None:
     a, b = cloud.aggregate("a"), cloud.aggregate("b")
     in_a = candidates(cloud, await get_ok(api, f"{REQUEST}&member_of={a}"))
-    assert len(in_a) == 3 and all("cn3" not in c for c in in_a)
+    assert len(in_a) == 3
+    assert all("cn3" not in c for c in in_a)
     either = await get_ok(api, f"{REQUEST}&member_of=in:{a},{b}")
     assert len(either["allocation_requests"]) == 4
     both = await get_ok(api, f"{REQUEST}&member_of={a}&member_of={b}")

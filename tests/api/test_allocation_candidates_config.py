@@ -39,13 +39,13 @@ async def chosen_hosts(client: PlacementClient, query: str) -> list[str]:
     response = await client.get(f"/allocation_candidates?{query}")
     assert response.status_code == 200, response.text
     return [
-        uuid for request in response.json()["allocation_requests"] for uuid in request["allocations"]
+        uuid
+        for request in response.json()["allocation_requests"]
+        for uuid in request["allocations"]
     ]
 
 
-async def test_cap_bounds_the_candidates_generated(
-    settings: Settings, hosts: TreeBuilder
-) -> None:
+async def test_cap_bounds_the_candidates_generated(settings: Settings, hosts: TreeBuilder) -> None:
     async with client_with(settings, max_allocation_candidates=3) as capped:
         assert len(await chosen_hosts(capped, "resources=VCPU:1")) == 3
         assert len(await chosen_hosts(capped, "resources=VCPU:1&limit=2")) == 2
@@ -64,7 +64,9 @@ async def test_randomised_candidates_vary_between_requests(
     settings: Settings, hosts: TreeBuilder
 ) -> None:
     async with client_with(settings, randomize_allocation_candidates=True) as shuffled:
-        picks = [frozenset(await chosen_hosts(shuffled, "resources=VCPU:1&limit=5")) for _ in range(6)]
+        picks = [
+            frozenset(await chosen_hosts(shuffled, "resources=VCPU:1&limit=5")) for _ in range(6)
+        ]
         everything = await chosen_hosts(shuffled, "resources=VCPU:1")
     assert all(len(pick) == 5 for pick in picks)
     # Six equal draws of 5 from 30 would happen about once in 10**25 runs.

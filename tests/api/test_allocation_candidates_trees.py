@@ -141,8 +141,7 @@ async def test_same_subtree_keeps_groups_under_one_provider(
     api: PlacementClient, trees: TreeBuilder
 ) -> None:
     request = AC + (
-        "resources_cpu=VCPU:1&resources_net=SRIOV_NET_VF:1&same_subtree=_cpu,_net"
-        "&group_policy=none"
+        "resources_cpu=VCPU:1&resources_net=SRIOV_NET_VF:1&same_subtree=_cpu,_net&group_policy=none"
     )
     body = await get_ok(api, request)
     assert sorted(map(str, mappings(trees, body))) == sorted(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.client import CandidatesResponse
-from scheduler.host_state import HostMetadata, build_hosts
+from scheduler.host_state import HostMetadata, Usage, build_hosts
 from tests.scheduler.factories import Node, hosts_for, uuid_of
 
 CN, NUMA0, NUMA1, SHARED = (uuid_of(n) for n in ("cn", "cn-numa0", "cn-numa1", "nfs"))
@@ -122,3 +122,27 @@ def test_unknown_metadata_falls_back_to_the_uuid_as_name() -> None:
     (host,) = build_hosts(nested_with_sharing(), {})
     assert host.name == CN
     assert host.availability_zone == "nova"
+
+
+def test_undoing_a_reservation_gives_its_amounts_back() -> None:
+    (host,) = build_hosts(nested_with_sharing(), {})
+    request = host.fitting_request()
+    assert request is not None
+    reservation = host.consume(request)
+    assert host.free("VCPU") == 9 - 2
+    reservation.undo()
+    reservation.undo()  # a second undo changes nothing
+    assert host.free("VCPU") == 9
+    assert host.book.usage(SHARED, "DISK_GB") == Usage(1000, 850)
+
+
+def test_undo_after_a_refresh_leaves_placements_newer_figures_alone() -> None:
+    answer = nested_with_sharing()
+    (host,) = build_hosts(answer, {})
+    request = host.fitting_request()
+    assert request is not None
+    reservation = host.consume(request)
+    host.book.refresh(answer.provider_summaries)  # read again: the claim never landed
+    reservation.undo()
+    assert host.free("VCPU") == 9
+    assert host.book.usage(SHARED, "DISK_GB") == Usage(1000, 850)

@@ -330,7 +330,7 @@ class AnswerLostTransport(httpx.AsyncHTTPTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await super().handle_async_request(request)
-        if request.method == "PUT" and request.url.path.startswith("/allocations/"):
+        if request.method in ("PUT", "POST") and request.url.path.startswith("/allocations"):
             self.claims += 1
             if self.claims == self.lose_claim:
                 await response.aclose()
@@ -338,11 +338,11 @@ class AnswerLostTransport(httpx.AsyncHTTPTransport):
         return response
 
 
-async def test_a_placement_failure_mid_request_releases_every_claim_even_the_unanswered_one(
+async def test_a_lost_answer_to_the_claims_made_together_releases_all_of_them(
     cloud: Cloud, scheduler_settings: SchedulerSettings
 ) -> None:
     hosts = [await cloud.host(f"h{i}") for i in range(3)]
-    transport = AnswerLostTransport(lose_claim=2)
+    transport = AnswerLostTransport(lose_claim=1)
     client = PlacementClient(scheduler_settings.api_url, "admin", transport=transport)
     consumers = [new_uuid() for _ in range(3)]
     try:
@@ -350,8 +350,32 @@ async def test_a_placement_failure_mid_request_releases_every_claim_even_the_una
             await Scheduler(scheduler_settings, client).schedule(spec(consumer_uuids=consumers))
     finally:
         await client.aclose()
-    assert transport.claims == 2
+    assert transport.claims == 1  # one POST /allocations for the three
     for consumer in consumers:
         assert await cloud.allocations(consumer) == {}
     for rp in hosts:
         assert not any((await cloud.usages(rp)).values())
+
+
+async def test_a_placement_failure_mid_request_releases_every_claim_even_the_unanswered_one(
+    cloud: Cloud, scheduler_settings: SchedulerSettings
+) -> None:
+    hosts = [await cloud.host(f"h{i}") for i in range(3)]
+    someone_elses = new_uuid()
+    await cloud.allocate(someone_elses, hosts[0], {"VCPU": 1})
+    # Claiming together is refused (that consumer exists), so the instances are then
+    # claimed one by one: the POST, the first PUT, and the lost answer to the second.
+    transport = AnswerLostTransport(lose_claim=3)
+    client = PlacementClient(scheduler_settings.api_url, "admin", transport=transport)
+    consumers = [new_uuid(), new_uuid(), someone_elses]
+    try:
+        with pytest.raises(PlacementError, match="connection reset"):
+            await Scheduler(scheduler_settings, client).schedule(spec(consumer_uuids=consumers))
+    finally:
+        await client.aclose()
+    assert transport.claims == 3
+    for consumer in consumers[:2]:
+        assert await cloud.allocations(consumer) == {}
+    assert await cloud.allocations(someone_elses) == {hosts[0]: {"VCPU": 1}}
+    usages = [await cloud.usages(rp) for rp in hosts]
+    assert sum(usage.get("VCPU", 0) for usage in usages) == 1

@@ -16,7 +16,7 @@ from scheduler.service import create_app
 from scheduler.settings import SchedulerSettings
 from tests.support.server import free_port
 
-OPENAPI_FILE = Path(__file__).parents[2] / "scheduler" / "openapi.yaml"
+OPENAPI_FILE = Path(__file__).parents[2] / "openapi-scheduler.yaml"
 
 
 @pytest.fixture
@@ -94,6 +94,4 @@ def test_openapi_document_describes_the_service_and_is_current() -> None:
     assert set(document["paths"]) >= {"/v1/schedule", "/v1/release", "/v1/filters", "/v1/weighers"}
     conflict = document["paths"]["/v1/schedule"]["post"]["responses"]["409"]
     assert conflict["content"]["application/json"]["schema"]["$ref"].endswith("NoValidHostBody")
-    assert OPENAPI_FILE.read_text() == render_openapi_yaml(), (
-        "run: placement-scheduler openapi --output scheduler/openapi.yaml"
-    )
+    assert OPENAPI_FILE.read_text() == render_openapi_yaml(), "run: make openapi"

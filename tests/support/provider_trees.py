@@ -4,6 +4,7 @@ aggregates and allocations, each through the public API."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from tests.support.client import PlacementClient
@@ -35,7 +36,7 @@ class TreeBuilder:
         name: str,
         *,
         parent: str | None = None,
-        inventory: dict[str, int | dict[str, Any]] | None = None,
+        inventory: Mapping[str, int | Mapping[str, Any]] | None = None,
         traits: list[str] | None = None,
         aggregates: list[str] | None = None,
     ) -> str:
@@ -54,10 +55,12 @@ class TreeBuilder:
             await self.set_aggregates(name, aggregates)
         return provider
 
-    async def set_inventory(self, name: str, inventory: dict[str, int | dict[str, Any]]) -> None:
+    async def set_inventory(
+        self, name: str, inventory: Mapping[str, int | Mapping[str, Any]]
+    ) -> None:
         await self._ensure_custom("resource_classes", list(inventory))
         records = {
-            rc: value if isinstance(value, dict) else {"total": value}
+            rc: dict(value) if isinstance(value, Mapping) else {"total": value}
             for rc, value in inventory.items()
         }
         provider = self.uuids[name]

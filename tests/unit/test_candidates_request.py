@@ -31,7 +31,8 @@ def test_unsuffixed_group_carries_every_kind_of_filter() -> None:
         f"&member_of=in:{AGG_A},{AGG_B}&member_of=!{AGG_B}&in_tree={TREE.upper()}"
     )
     (group,) = request.groups
-    assert group.suffix == "" and not group.granular
+    assert group.suffix == ""
+    assert not group.granular
     assert group.resources == {"VCPU": 2, "MEMORY_MB": 512}
     assert group.required.any_of == [frozenset({"HW_CPU_X86_SSE"})]
     assert group.required.forbidden == {"CUSTOM_X"}
@@ -90,7 +91,9 @@ def test_root_required_given_twice_is_a_duplicate_key() -> None:
 def test_root_required_conflict_is_a_bad_value() -> None:
     error = refused("resources=VCPU:1&root_required=CUSTOM_A,CUSTOM_B,!CUSTOM_A")
     assert error.code == errors.QUERY_BAD_VALUE
-    assert error.detail == "Conflicting required and forbidden traits found in root_required: CUSTOM_A"
+    assert (
+        error.detail == "Conflicting required and forbidden traits found in root_required: CUSTOM_A"
+    )
 
 
 def test_root_required_has_no_any_traits_syntax() -> None:

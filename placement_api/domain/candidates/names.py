@@ -34,6 +34,19 @@ class ResolvedGroup:
     forbidden_aggregates: frozenset[int]
     tree_root: int | None
 
+    @property
+    def shape(self) -> tuple[object, ...]:
+        """Everything but the suffix: groups of one shape match the same rows."""
+        return (
+            self.granular,
+            tuple(sorted(self.amounts.items())),
+            self.required,
+            self.forbidden,
+            self.member_of,
+            self.forbidden_aggregates,
+            self.tree_root,
+        )
+
 
 @dataclass(frozen=True)
 class ResolvedRequest:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import os_traits
 from sqlalchemy import (
@@ -30,6 +30,7 @@ from sqlalchemy import (
     true,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.selectable import LateralFromClause, Subquery
 
 from placement_api.db.models import (
     Inventory,
@@ -38,7 +39,7 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.fetching import IdColumn, chunked, fetch_all, id_in
+from placement_api.domain.candidates.fetching import IdColumn, Ts, fetch_all
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
 from placement_api.domain.capacity import fits_clause
 
@@ -54,12 +55,15 @@ class RootWindow:
         return self.first <= root <= self.last
 
 
+# Windows of root ids up to this size read inventory provider by provider.
+FENCED_WINDOW = 4096
+
 # Which rows a group statement reads: every tree (None), the trees of a
 # window of root ids, or only sharing providers (which serve trees anywhere).
 RowScope = RootWindow | Literal["sharing"] | None
 
 
-def _sharing_ids() -> Select[int]:
+def sharing_ids() -> Select[int]:
     shares = select(Trait.id).where(Trait.name == os_traits.MISC_SHARES_VIA_AGGREGATE)
     return select(ProviderTrait.resource_provider_id).where(
         ProviderTrait.trait_id == shares.scalar_subquery()
@@ -96,28 +100,83 @@ def root_rule(request: ResolvedRequest, root: IdColumn) -> ColumnElement[bool]:
     return and_(true(), *conditions)
 
 
-def _tree_level(rule: ColumnElement[bool], provider: IdColumn) -> ColumnElement[bool]:
-    """A tree-level rule, waived for sharing providers (checked per anchor later)."""
-    return or_(rule, provider.in_(_sharing_ids()))
-
-
-def _may_have_traits(
-    any_of: frozenset[int], root: IdColumn, provider: IdColumn
+def _tree_level(
+    rule: ColumnElement[bool], provider: IdColumn, scope: RowScope
 ) -> ColumnElement[bool]:
-    """A tree can cover ``any_of`` only if one of its providers, or a sharing
-    provider, has one of the traits: rows of other trees are left out."""
-    in_tree = select(ResourceProvider.root_provider_id).join(
-        ProviderTrait, ProviderTrait.resource_provider_id == ResourceProvider.id
+    """A rule on the tree of a row's provider. Sharing providers serve other
+    trees too, so their rows are exempt and ``options`` checks the rule per
+    tree they serve: a window leaves their rows out (they are read on their
+    own), the sharing scope skips the rule, a full read waives it for them."""
+    if isinstance(scope, RootWindow):
+        return rule
+    if scope == "sharing":
+        return true()
+    return or_(rule, provider.in_(sharing_ids()))
+
+
+def _root_id() -> ColumnElement[int]:
+    """The provider's root (itself for a root), never NULL."""
+    return func.coalesce(ResourceProvider.root_provider_id, ResourceProvider.id)
+
+
+def _tree_has_trait(any_of: frozenset[int], root: IdColumn) -> ColumnElement[bool]:
+    """Some provider of the tree has one of the traits."""
+    return root.in_(
+        select(ResourceProvider.root_provider_id)
+        .join(ProviderTrait, ProviderTrait.resource_provider_id == ResourceProvider.id)
+        .where(ProviderTrait.trait_id.in_(any_of))
     )
-    sharing_has = select(ProviderTrait.resource_provider_id).where(
-        ProviderTrait.trait_id.in_(any_of),
-        ProviderTrait.resource_provider_id.in_(_sharing_ids()),
-    )
+
+
+def _scope_condition(scope: RowScope) -> ColumnElement[bool]:
+    if scope is None:
+        return true()
+    if scope == "sharing":
+        return ResourceProvider.id.in_(sharing_ids())
+    return ResourceProvider.root_provider_id.between(scope.first, scope.last)
+
+
+def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool) -> Select[*Ts]:
+    """Limit rows to the scope's providers.
+
+    Planners misjudge how many inventory rows the capacity test keeps (far
+    too few), and then scan every inventory row of a class to find a scope's
+    few. Fenced statements read inventory per provider, so a plain condition
+    does; otherwise the scope's providers are materialised and read first.
+    """
+    if scope is None:
+        return statement
+    if fenced:
+        return statement.where(_scope_condition(scope))
+    chosen = select(ResourceProvider.id).where(_scope_condition(scope))
+    providers = chosen.cte("scope_providers").prefix_with("MATERIALIZED")
+    return statement.join(providers, providers.c[0] == ResourceProvider.id)
+
+
+def _fits_one(amounts: dict[int, int]) -> ColumnElement[bool]:
+    """The inventory row has room for its class's amount, for one of ``amounts``."""
     return or_(
-        root.in_(in_tree.where(ProviderTrait.trait_id.in_(any_of))),
-        provider.in_(_sharing_ids()),
-        sharing_has.exists(),
+        *(
+            and_(Inventory.resource_class_id == class_id, fits_clause(amount))
+            for class_id, amount in sorted(amounts.items())
+        )
     )
+
+
+def _fitting(
+    amounts: dict[int, int], fenced: bool, name: str
+) -> tuple[Subquery | LateralFromClause, ColumnElement[bool]]:
+    """The provider's inventory rows with room for one of ``amounts``: a FROM
+    item and its join condition. Fenced, it is a LATERAL subquery behind
+    ``OFFSET 0``, which the planner must run provider by provider."""
+    rows = select(Inventory.resource_provider_id, Inventory.resource_class_id).where(
+        _fits_one(amounts)
+    )
+    if fenced:
+        correlated = rows.where(Inventory.resource_provider_id == ResourceProvider.id)
+        return correlated.offset(0).lateral(name), true()
+    subquery = rows.subquery(name)
+    return subquery, subquery.c.resource_provider_id == ResourceProvider.id
 
 
 def _provider_filters(
@@ -125,10 +184,6 @@ def _provider_filters(
 ) -> list[ColumnElement[bool]]:
     provider, root = ResourceProvider.id, ResourceProvider.root_provider_id
     conditions: list[ColumnElement[bool]] = []
-    if isinstance(scope, RootWindow):
-        conditions.append(root.between(scope.first, scope.last))
-    elif scope == "sharing":
-        conditions.append(provider.in_(_sharing_ids()))
     if group.forbidden:
         conditions.append(~_with_traits(provider, group.forbidden))
     if group.forbidden_aggregates:
@@ -136,65 +191,72 @@ def _provider_filters(
     if group.tree_root is not None:
         conditions.append(root == group.tree_root)
     if request.root_required or request.root_forbidden:
-        conditions.append(_tree_level(root_rule(request, root), provider))
+        conditions.append(_tree_level(root_rule(request, root), provider, scope))
     return conditions
 
 
 def granular_statement(
-    group: ResolvedGroup, request: ResolvedRequest, scope: RowScope = None
-) -> Select[int, int | None]:
+    group: ResolvedGroup, request: ResolvedRequest, scope: RowScope = None, fenced: bool = False
+) -> Select[int, int]:
     """Providers that alone meet a suffixed group: every class, trait and aggregate."""
     provider = ResourceProvider.id
+    statement = _in_scope(select(provider, _root_id()).select_from(ResourceProvider), scope, fenced)
+    # One inventory row per class, found by the (provider, class) key.
+    for index, (class_id, amount) in enumerate(sorted(group.amounts.items())):
+        item, condition = _fitting({class_id: amount}, fenced, f"fitting_{index}")
+        statement = statement.join(item, condition)
     conditions = _provider_filters(group, request, scope)
-    for class_id, amount in sorted(group.amounts.items()):
-        conditions.append(
-            provider.in_(
-                select(Inventory.resource_provider_id).where(
-                    Inventory.resource_class_id == class_id, fits_clause(amount)
-                )
-            )
-        )
     conditions.append(_has_all(provider, group.required))
     conditions.append(_member_of_all(provider, group.member_of))
-    return (
-        select(ResourceProvider.id, ResourceProvider.root_provider_id)
-        .where(*conditions)
-        .order_by(ResourceProvider.id)
-    )
+    return statement.where(*conditions).order_by(provider)
 
 
 def unsuffixed_statement(
-    group: ResolvedGroup, request: ResolvedRequest, scope: RowScope = None
-) -> Select[int, int | None, int]:
+    group: ResolvedGroup,
+    request: ResolvedRequest,
+    scope: RowScope = None,
+    tree_traits: Sequence[frozenset[int]] = (),
+    fenced: bool = False,
+) -> Select[int, int, int]:
     """One row per (provider, class) the provider can supply for the unsuffixed group.
 
-    Required traits are not filtered here: the providers chosen for the group
-    must have them between them, which ``search`` checks per combination.
+    Required traits are checked per combination by ``search``: the providers
+    chosen for the group must have them between them. Here only trees that
+    cannot have them are left out: ``tree_traits`` are the trait sets no
+    sharing provider has, so a tree must hold one of each itself.
     """
     provider, root = ResourceProvider.id, ResourceProvider.root_provider_id
     conditions = _provider_filters(group, request, scope)
-    conditions.append(
-        or_(
-            *(
-                and_(Inventory.resource_class_id == class_id, fits_clause(amount))
-                for class_id, amount in sorted(group.amounts.items())
-            )
-        )
-    )
     if group.member_of:
         # An aggregate on the root spans its whole tree.
         conditions.append(
             or_(_member_of_all(provider, group.member_of), _member_of_all(root, group.member_of))
         )
     if group.forbidden_aggregates:
-        conditions.append(_tree_level(~_in_aggregates(root, group.forbidden_aggregates), provider))
-    conditions.extend(_may_have_traits(any_of, root, provider) for any_of in group.required)
-    return (
-        select(Inventory.resource_provider_id, root, Inventory.resource_class_id)
-        .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
-        .where(*conditions)
-        .order_by(root, Inventory.resource_provider_id)
+        banned = ~_in_aggregates(root, group.forbidden_aggregates)
+        conditions.append(_tree_level(banned, provider, scope))
+    for any_of in tree_traits:
+        conditions.append(_tree_level(_tree_has_trait(any_of, root), provider, scope))
+    item, condition = _fitting(group.amounts, fenced, "fitting")
+    statement = (
+        select(item.c.resource_provider_id, _root_id(), item.c.resource_class_id)
+        .select_from(ResourceProvider)
+        .join(item, condition)
     )
+    return (
+        _in_scope(statement, scope, fenced)
+        .where(*conditions)
+        .order_by(root, item.c.resource_provider_id)
+    )
+
+
+def _fenced(session: AsyncSession, scope: RowScope) -> bool:
+    """Read inventory provider by provider for small windows on PostgreSQL
+    (SQLite has no LATERAL). For everything else the planner's own choice is
+    better: a rare class is found faster through its index."""
+    if not isinstance(scope, RootWindow) or scope.last - scope.first >= FENCED_WINDOW:
+        return False
+    return session.get_bind().dialect.name == "postgresql"
 
 
 async def granular_rows(
@@ -203,8 +265,9 @@ async def granular_rows(
     request: ResolvedRequest,
     scope: RowScope = None,
 ) -> list[tuple[int, int]]:
-    rows = await fetch_all(session, granular_statement(group, request, scope))
-    return [(provider, root or provider) for provider, root in rows]
+    statement = granular_statement(group, request, scope, _fenced(session, scope))
+    rows = await fetch_all(session, statement)
+    return cast(list[tuple[int, int]], rows)
 
 
 async def unsuffixed_rows(
@@ -212,138 +275,8 @@ async def unsuffixed_rows(
     group: ResolvedGroup,
     request: ResolvedRequest,
     scope: RowScope = None,
+    tree_traits: Sequence[frozenset[int]] = (),
 ) -> list[tuple[int, int, int]]:
-    rows = await fetch_all(session, unsuffixed_statement(group, request, scope))
-    return [(provider, root or provider, class_id) for provider, root, class_id in rows]
-
-
-async def root_id_range(session: AsyncSession) -> tuple[int, int]:
-    """The lowest and highest root ids ((0, -1) when there are no providers)."""
-    root = ResourceProvider.root_provider_id
-    lowest, highest = (await session.execute(select(func.min(root), func.max(root)))).one()
-    return (lowest, highest) if lowest is not None and highest is not None else (0, -1)
-
-
-async def sharing_provider_ids(session: AsyncSession) -> frozenset[int]:
-    return frozenset((await session.execute(_sharing_ids())).scalars())
-
-
-async def aggregates_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, set[int]]:
-    found: dict[int, set[int]] = {}
-    for batch in chunked(sorted(provider_ids)):
-        rows = await fetch_all(
-            session,
-            select(ProviderAggregate.resource_provider_id, ProviderAggregate.aggregate_id).where(
-                ProviderAggregate.resource_provider_id.in_(batch)
-            ),
-        )
-        for provider, aggregate in rows:
-            found.setdefault(provider, set()).add(aggregate)
-    return found
-
-
-async def roots_by_aggregate(
-    session: AsyncSession, aggregate_ids: Iterable[int]
-) -> dict[int, set[int]]:
-    """For each aggregate, the roots of the trees that have a member in it."""
-    found: dict[int, set[int]] = {}
-    for batch in chunked(sorted(aggregate_ids)):
-        rows = await fetch_all(
-            session,
-            select(ProviderAggregate.aggregate_id, ResourceProvider.root_provider_id)
-            .join(ResourceProvider, ResourceProvider.id == ProviderAggregate.resource_provider_id)
-            .where(ProviderAggregate.aggregate_id.in_(batch))
-            .distinct(),
-        )
-        for aggregate, root in rows:
-            if root is not None:
-                found.setdefault(aggregate, set()).add(root)
-    return found
-
-
-async def roots_with_any_trait(
-    session: AsyncSession, trait_ids: Iterable[int]
-) -> dict[int, set[int]]:
-    """Root provider -> which of ``trait_ids`` it has (roots with none are absent)."""
-    rows = await fetch_all(
-        session,
-        select(ProviderTrait.resource_provider_id, ProviderTrait.trait_id)
-        .join(ResourceProvider, ResourceProvider.id == ProviderTrait.resource_provider_id)
-        .where(
-            ProviderTrait.trait_id.in_(sorted(trait_ids)),
-            ResourceProvider.parent_provider_id.is_(None),
-        ),
-    )
-    found: dict[int, set[int]] = {}
-    for provider, trait in rows:
-        found.setdefault(provider, set()).add(trait)
-    return found
-
-
-async def providers_in_aggregates(
-    session: AsyncSession, aggregate_ids: Iterable[int]
-) -> frozenset[int]:
-    rows = await fetch_all(
-        session,
-        select(ProviderAggregate.resource_provider_id).where(
-            ProviderAggregate.aggregate_id.in_(sorted(aggregate_ids))
-        ),
-    )
-    return frozenset(provider for (provider,) in rows)
-
-
-async def traits_of_providers_having(
-    session: AsyncSession, trait_ids: Iterable[int]
-) -> dict[int, frozenset[int]]:
-    """Provider -> which of ``trait_ids`` it has, for providers having any of them."""
-    rows = await fetch_all(
-        session,
-        select(ProviderTrait.resource_provider_id, ProviderTrait.trait_id).where(
-            ProviderTrait.trait_id.in_(sorted(trait_ids))
-        ),
-    )
-    found: dict[int, set[int]] = {}
-    for provider, trait in rows:
-        found.setdefault(provider, set()).add(trait)
-    return {provider: frozenset(traits) for provider, traits in found.items()}
-
-
-async def headroom(
-    session: AsyncSession, class_ids: Iterable[int], provider_ids: Iterable[int]
-) -> dict[tuple[int, int], int]:
-    """(provider, class) -> the most one candidate may take: free capacity, at most max_unit."""
-    found: dict[tuple[int, int], int] = {}
-    classes = sorted(class_ids)
-    for batch in chunked(sorted(provider_ids)):
-        rows = await fetch_all(
-            session,
-            select(
-                Inventory.resource_provider_id,
-                Inventory.resource_class_id,
-                Inventory.total,
-                Inventory.reserved,
-                Inventory.allocation_ratio,
-                Inventory.used,
-                Inventory.max_unit,
-            ).where(
-                Inventory.resource_class_id.in_(classes),
-                id_in(session, Inventory.resource_provider_id, batch),
-            ),
-        )
-        for provider, class_id, total, reserved, ratio, used, max_unit in rows:
-            free = int((total - reserved) * ratio) - used
-            found[(provider, class_id)] = min(free, max_unit)
-    return found
-
-
-async def parents_in_trees(session: AsyncSession, root_ids: Iterable[int]) -> dict[int, int | None]:
-    found: dict[int, int | None] = {}
-    for batch in chunked(sorted(root_ids)):
-        rows = await fetch_all(
-            session,
-            select(ResourceProvider.id, ResourceProvider.parent_provider_id).where(
-                id_in(session, ResourceProvider.root_provider_id, batch)
-            ),
-        )
-        found.update((provider, parent) for provider, parent in rows)
-    return found
+    statement = unsuffixed_statement(group, request, scope, tree_traits, _fenced(session, scope))
+    rows = await fetch_all(session, statement)
+    return cast(list[tuple[int, int, int]], rows)

@@ -144,6 +144,9 @@ class _Walk:
             if self.shuffle is not None:
                 self.shuffle(providers)
             choices.append(providers)
+        if all(len(providers) == 1 for providers in choices):
+            yield from self._only_choice(choices)
+            return
         last = len(self.slots) - 1
         next_option = [0] * len(self.slots)
         holding = [False] * len(self.slots)
@@ -161,6 +164,23 @@ class _Walk:
             else:
                 holding[level] = True
                 level += 1
+
+    def _only_choice(self, choices: list[list[int]]) -> Iterator[Candidate]:
+        """The common case of one provider per slot (flat trees): no walk needed."""
+        taken = 0
+        try:
+            for level, slot in enumerate(self.slots):
+                provider = choices[level][0]
+                if not self._take(slot, provider):
+                    return
+                taken += 1
+                self.chosen[level] = provider
+                if not self._closing_rules_hold(slot):
+                    return
+            yield self._candidate()
+        finally:
+            for level in range(taken):
+                self._release(self.slots[level], self.chosen[level])
 
     def _advance(self, level: int, options: list[int], next_option: list[int]) -> bool:
         """Take the next provider that fits at ``level``; False when none is left."""

@@ -1,18 +1,17 @@
 """Find allocation candidates: resolve names, query per group, search, summarise.
 
 With a ``limit`` (or the configured cap) the trees are taken in windows of
-root ids, smallest first, each window twice the size of the last, until
-enough candidates are found: a request for 1,000 candidates among 10,000
-hosts reads the rows of the first few thousand trees, not all of them.
-Sharing providers are read in every window, since they serve trees anywhere.
-Without a limit, or when candidates are to be randomised, one window covers
-everything.
+root ids, smallest first, until enough candidates are found; each window is
+sized from the yield of the ones before. A request for 1,000 candidates among
+10,000 hosts reads the rows of the first thousand or few thousand trees, not
+all of them. Sharing providers serve trees anywhere, so their rows are read
+once, apart. Without a limit, or when candidates are to be randomised, one
+read covers everything.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -20,7 +19,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import ResourceProvider
-from placement_api.domain.candidates import queries
+from placement_api.domain.candidates import lookups, queries
+from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.candidates.fetching import chunked, fetch_all, id_in
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest, resolve
 from placement_api.domain.candidates.options import (
@@ -41,7 +41,7 @@ from placement_api.domain.candidates.summaries import (
 Rows = list[tuple[int, int]] | list[tuple[int, int, int]]
 # The first window holds this many root ids per candidate wanted (at least
 # MIN_WINDOW); trees that cannot serve the request make later windows needed.
-WINDOW_PER_CANDIDATE = 2
+WINDOW_PER_CANDIDATE = 1.25
 MIN_WINDOW = 256
 
 
@@ -68,6 +68,15 @@ def _stop_after(request: CandidateRequest, settings: SearchSettings) -> int | No
     if settings.max_candidates >= 0:
         bounds.append(settings.max_candidates)
     return min(bounds) if bounds else None
+
+
+def _next_window(scanned: int, found: int, wanted: int) -> int:
+    """Size the next window from the yield so far: enough root ids, at the rate
+    seen, for the candidates still wanted."""
+    if found == 0:
+        return scanned * 4
+    per_root_id = found / scanned
+    return max(int(WINDOW_PER_CANDIDATE * (wanted - found) / per_root_id), MIN_WINDOW)
 
 
 def _plan(group: ResolvedGroup, rows: Rows, sharing: SharingMap, rule: TreeRule) -> GroupPlan:
@@ -115,47 +124,62 @@ class _Finder:
         self.root_of: dict[int, int] = {}
         self.seen: set[tuple[object, ...]] = set()
         self.all_sharing: frozenset[int] | None = None
-        self._sharing_rows: dict[int, Rows] = {}
+        self._rows_by_shape: dict[tuple[object, ...], Rows] = {}
         self._sharing: dict[frozenset[int], tuple[SharingMap, list[TreeRule]]] = {}
         self._provider_traits: dict[int, frozenset[int]] | None = None
+        self._sharing_traits: frozenset[int] | None = None
 
     async def run(self) -> list[Candidate]:
+        if self.stop_after is None or self.shuffle is not None:
+            return await self._in_window(None, self.stop_after)
         found: list[Candidate] = []
-        async for window in self._windows():
-            wanted = None if self.stop_after is None else self.stop_after - len(found)
-            found += await self._in_window(window, wanted)
-            if self.stop_after is not None and len(found) >= self.stop_after:
-                break
+        start, last = await lookups.root_id_range(self.session)
+        first, size = start, max(int(WINDOW_PER_CANDIDATE * self.stop_after), MIN_WINDOW)
+        while first <= last and len(found) < self.stop_after:
+            found += await self._in_window(
+                RootWindow(first, first + size - 1), self.stop_after - len(found)
+            )
+            first += size
+            size = _next_window(first - start, len(found), self.stop_after)
         return found
 
-    async def _windows(self) -> AsyncIterator[RootWindow | None]:
-        if self.stop_after is None or self.shuffle is not None:
-            yield None
-            return
-        first, last = await queries.root_id_range(self.session)
-        size = max(WINDOW_PER_CANDIDATE * self.stop_after, MIN_WINDOW)
-        while first <= last:
-            yield RootWindow(first, first + size - 1)
-            first, size = first + size, size * 2
-
     async def _group_rows(self, group: ResolvedGroup, scope: RowScope) -> Rows:
-        if group.granular:
-            return await queries.granular_rows(self.session, group, self.resolved, scope)
-        return await queries.unsuffixed_rows(self.session, group, self.resolved, scope)
+        """Rows for a group; groups of the same shape share one read."""
+        key = (group.shape, scope)
+        if key not in self._rows_by_shape:
+            if group.granular:
+                found: Rows = await queries.granular_rows(self.session, group, self.resolved, scope)
+            else:
+                tree_traits = await self._tree_traits(group)
+                found = await queries.unsuffixed_rows(
+                    self.session, group, self.resolved, scope, tree_traits
+                )
+            self._rows_by_shape[key] = found
+        return self._rows_by_shape[key]
+
+    async def _tree_traits(self, group: ResolvedGroup) -> list[frozenset[int]]:
+        """The unsuffixed group's trait sets that no sharing provider can cover."""
+        if not group.required:
+            return []
+        if self._sharing_traits is None:
+            wanted = {trait for any_of in group.required for trait in any_of}
+            self._sharing_traits = await lookups.traits_held_by_sharing_providers(
+                self.session, wanted
+            )
+        return [any_of for any_of in group.required if not any_of & self._sharing_traits]
 
     async def _rows(self, window: RootWindow | None) -> list[Rows] | None:
         """Each group's rows; None when some group has none."""
         if self.all_sharing is None:
-            self.all_sharing = await queries.sharing_provider_ids(self.session)
+            self.all_sharing = await lookups.sharing_provider_ids(self.session)
         rows: list[Rows] = []
-        for index, group in enumerate(self.resolved.groups):
+        for group in self.resolved.groups:
             found = await self._group_rows(group, window)
             if window is not None and self.all_sharing:
                 # Sharing providers serve trees in every window: read them once.
-                if index not in self._sharing_rows:
-                    self._sharing_rows[index] = await self._group_rows(group, "sharing")
+                shared = await self._group_rows(group, "sharing")
                 native = [row for row in found if row[0] not in self.all_sharing]
-                found = cast(Rows, self._sharing_rows[index] + native)
+                found = cast(Rows, shared + native)
             if not found:
                 return None
             rows.append(found)
@@ -197,10 +221,10 @@ class _Finder:
             seen |= group.amounts.keys()
         headroom = {}
         if shared_classes:
-            headroom = await queries.headroom(self.session, shared_classes, root_of)
+            headroom = await lookups.headroom(self.session, shared_classes, root_of)
         parent_of = {}
         if self.request.same_subtrees:
-            parent_of = await queries.parents_in_trees(self.session, set(root_of.values()))
+            parent_of = await lookups.parents_in_trees(self.session, set(root_of.values()))
         return SearchRules(
             isolate=self.request.isolate,
             same_subtrees=self.request.same_subtrees,
@@ -218,7 +242,7 @@ class _Finder:
             groups = self.resolved.groups
             required = {t for g in groups if not g.granular for s in g.required for t in s}
             self._provider_traits = (
-                await queries.traits_of_providers_having(self.session, required) if required else {}
+                await lookups.traits_of_providers_having(self.session, required) if required else {}
             )
         return self._provider_traits
 
@@ -226,8 +250,8 @@ class _Finder:
 async def _sharing_map(session: AsyncSession, used: frozenset[int]) -> SharingMap:
     if not used:
         return SharingMap()
-    aggregates = await queries.aggregates_of(session, used)
-    roots = await queries.roots_by_aggregate(session, set().union(*aggregates.values()))
+    aggregates = await lookups.aggregates_of(session, used)
+    roots = await lookups.roots_by_aggregate(session, set().union(*aggregates.values()))
     anchors = {
         provider: frozenset().union(*(roots.get(a, set()) for a in aggregates.get(provider, ())))
         for provider in used
@@ -248,7 +272,7 @@ async def _tree_rules(
         return [base for _ in request.groups]
     root_traits = {}
     if request.root_required or request.root_forbidden:
-        found = await queries.roots_with_any_trait(
+        found = await lookups.roots_with_any_trait(
             session, request.root_required | request.root_forbidden
         )
         root_traits = {root: frozenset(traits) for root, traits in found.items()}
@@ -256,15 +280,20 @@ async def _tree_rules(
     for group in request.groups:
         banned: frozenset[int] = frozenset()
         if group.forbidden_aggregates and not group.granular:
-            banned = await queries.providers_in_aggregates(session, group.forbidden_aggregates)
+            banned = await lookups.providers_in_aggregates(session, group.forbidden_aggregates)
         rules.append(TreeRule(base.root_required, base.root_forbidden, root_traits, banned))
     return rules
 
 
 async def _uuids(
-    session: AsyncSession, candidates: list[Candidate], summaries: dict[int, ProviderSummary]
+    session: AsyncSession,
+    candidates: list[Candidate],
+    summaries: dict[int, ProviderSummary],
+    resourceless: bool,
 ) -> dict[int, str]:
     uuids = {ident: summary.uuid for ident, summary in summaries.items()}
+    if not resourceless:
+        return uuids
     # Providers named only in mappings (resourceless groups) may lie outside the summaries.
     missing = {p for c in candidates for ps in c.mappings.values() for p in ps} - uuids.keys()
     for batch in chunked(sorted(missing)):
@@ -279,6 +308,13 @@ async def _uuids(
 
 
 async def find_candidates(
+    session: AsyncSession, request: CandidateRequest, settings: SearchSettings
+) -> CandidatesResult:
+    with collector_paused():
+        return await _find_candidates(session, request, settings)
+
+
+async def _find_candidates(
     session: AsyncSession, request: CandidateRequest, settings: SearchSettings
 ) -> CandidatesResult:
     resolved = await resolve(session, request)
@@ -299,6 +335,8 @@ async def find_candidates(
     return CandidatesResult(
         candidates=candidates,
         summaries=summaries,
-        uuids=await _uuids(session, candidates, summaries),
+        uuids=await _uuids(
+            session, candidates, summaries, any(not g.amounts for g in resolved.groups)
+        ),
         class_names=resolved.class_names,
     )

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from placement_api.db.models import (
     Inventory,
@@ -21,17 +20,14 @@ from placement_api.db.models import (
 )
 from placement_api.domain.candidates.fetching import chunked, fetch_all, id_in
 
-_Parent = aliased(ResourceProvider, name="parent")
-_Root = aliased(ResourceProvider, name="root")
-
 
 @dataclass
 class ProviderSummary:
     uuid: str
     parent_uuid: str | None
     root_uuid: str
-    # Class name -> (capacity, used).
-    resources: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Class name -> {"capacity": ..., "used": ...}, as the response shows it.
+    resources: dict[str, dict[str, int]] = field(default_factory=dict)
     traits: list[str] = field(default_factory=list)
 
 
@@ -51,26 +47,55 @@ class SummaryScope:
 
 async def _providers(
     session: AsyncSession, scope: SummaryScope, batch: list[int]
-) -> dict[int, ProviderSummary]:
+) -> dict[int, tuple[str, int | None, int | None]]:
+    """Provider id -> (uuid, parent id, root id)."""
     rows = await fetch_all(
         session,
-        select(ResourceProvider.id, ResourceProvider.uuid, _Parent.uuid, _Root.uuid)
-        .outerjoin(_Parent, _Parent.id == ResourceProvider.parent_provider_id)
-        .join(_Root, _Root.id == ResourceProvider.root_provider_id)
-        .where(scope.condition(session, batch))
-        .order_by(ResourceProvider.id),
+        select(
+            ResourceProvider.id,
+            ResourceProvider.uuid,
+            ResourceProvider.parent_provider_id,
+            ResourceProvider.root_provider_id,
+        ).where(scope.condition(session, batch)),
     )
+    return {ident: (uuid, parent, root) for ident, uuid, parent, root in rows}
+
+
+async def _uuids_of(session: AsyncSession, ids: set[int]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for batch in chunked(sorted(ids)):
+        rows = await fetch_all(
+            session,
+            select(ResourceProvider.id, ResourceProvider.uuid).where(
+                id_in(session, ResourceProvider.id, batch)
+            ),
+        )
+        found.update((ident, uuid) for ident, uuid in rows)
+    return found
+
+
+async def _summaries(session: AsyncSession, scope: SummaryScope) -> dict[int, ProviderSummary]:
+    """Bare summaries (tree position only), parents and roots named by uuid."""
+    providers: dict[int, tuple[str, int | None, int | None]] = {}
+    for batch in chunked(sorted(scope.ids)):
+        providers.update(await _providers(session, scope, batch))
+    uuids = {ident: uuid for ident, (uuid, _, _) in providers.items()}
+    # Whole trees hold every parent and root; single providers may not.
+    related = {i for _, parent, root in providers.values() for i in (parent, root) if i}
+    if related - uuids.keys():
+        uuids.update(await _uuids_of(session, related - uuids.keys()))
     return {
-        ident: ProviderSummary(uuid=uuid, parent_uuid=parent, root_uuid=root)
-        for ident, uuid, parent, root in rows
+        ident: ProviderSummary(
+            uuid=uuid,
+            parent_uuid=uuids[parent] if parent else None,
+            root_uuid=uuids[root or ident],
+        )
+        for ident, (uuid, parent, root) in sorted(providers.items())
     }
 
 
 async def _add_resources(
-    session: AsyncSession,
-    scope: SummaryScope,
-    batch: list[int],
-    summaries: dict[int, ProviderSummary],
+    session: AsyncSession, scope: SummaryScope, summaries: dict[int, ProviderSummary]
 ) -> None:
     statement = (
         select(
@@ -82,28 +107,22 @@ async def _add_resources(
             Inventory.used,
         )
         .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
-        .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
-        .where(scope.condition(session, batch))
+        .where(id_in(session, Inventory.resource_provider_id, list(summaries)))
         .order_by(Inventory.resource_class_id)
     )
     if scope.class_ids is not None:
         statement = statement.where(Inventory.resource_class_id.in_(sorted(scope.class_ids)))
+    resources = {ident: summary.resources for ident, summary in summaries.items()}
     for provider, name, total, reserved, ratio, used in await fetch_all(session, statement):
-        summaries[provider].resources[name] = (int((total - reserved) * ratio), used)
+        resources[provider][name] = {"capacity": int((total - reserved) * ratio), "used": used}
 
 
-async def _add_traits(
-    session: AsyncSession,
-    scope: SummaryScope,
-    batch: list[int],
-    summaries: dict[int, ProviderSummary],
-) -> None:
+async def _add_traits(session: AsyncSession, summaries: dict[int, ProviderSummary]) -> None:
     rows = await fetch_all(
         session,
         select(ProviderTrait.resource_provider_id, Trait.name)
         .join(Trait, Trait.id == ProviderTrait.trait_id)
-        .join(ResourceProvider, ResourceProvider.id == ProviderTrait.resource_provider_id)
-        .where(scope.condition(session, batch))
+        .where(id_in(session, ProviderTrait.resource_provider_id, list(summaries)))
         .order_by(Trait.id),
     )
     for provider, name in rows:
@@ -112,11 +131,10 @@ async def _add_traits(
 
 async def load_summaries(session: AsyncSession, scope: SummaryScope) -> dict[int, ProviderSummary]:
     """Provider id -> summary, for every provider in the scope."""
-    summaries: dict[int, ProviderSummary] = {}
-    for batch in chunked(sorted(scope.ids)):
-        found = await _providers(session, scope, batch)
-        await _add_resources(session, scope, batch, found)
+    summaries = await _summaries(session, scope)
+    for batch in chunked(sorted(summaries)):
+        found = {ident: summaries[ident] for ident in batch}
+        await _add_resources(session, scope, found)
         if scope.with_traits:
-            await _add_traits(session, scope, batch, found)
-        summaries.update(found)
+            await _add_traits(session, found)
     return summaries

@@ -33,6 +33,9 @@ class AggregateExtraSpecsFilter(HostFilter):
     name = "aggregate_extra_specs"
     description = "Keeps hosts whose aggregate metadata satisfies the flavor's extra specs."
 
+    def applies(self, context: SchedulingContext) -> bool:
+        return any(aggregate_requirements(dict(context.extra_specs)))
+
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         for key, requirement in aggregate_requirements(dict(context.extra_specs)):
             values = host.aggregate_metadata.get(key)

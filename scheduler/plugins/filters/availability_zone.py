@@ -12,6 +12,9 @@ class AvailabilityZoneFilter(HostFilter):
     name = "availability_zone"
     description = "Keeps hosts in the requested availability zone."
 
+    def applies(self, context: SchedulingContext) -> bool:
+        return context.availability_zone is not None
+
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         wanted = context.availability_zone
         if wanted is None or host.availability_zone == wanted:

@@ -11,6 +11,9 @@ class DifferentHostFilter(HostFilter):
     name = "different_host"
     description = "Removes hosts running any of the consumers in hints.different_host."
 
+    def applies(self, context: SchedulingContext) -> bool:
+        return bool(context.different_host_targets)
+
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         here = context.different_host_targets.get(host.uuid)
         if not here:

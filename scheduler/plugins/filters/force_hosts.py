@@ -14,6 +14,9 @@ class ForceHostsFilter(HostFilter):
     description = "Keeps only the hosts named in hints.force_hosts / hints.force_nodes."
     runs_on_forced_hosts = True
 
+    def applies(self, context: SchedulingContext) -> bool:
+        return context.forced
+
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         hints = context.hints
         name = host.name.casefold()

@@ -12,6 +12,9 @@ class IgnoreHostsFilter(HostFilter):
     description = "Removes the hosts listed in hints.ignore_hosts."
     runs_on_forced_hosts = True
 
+    def applies(self, context: SchedulingContext) -> bool:
+        return bool(context.hints.ignore_hosts)
+
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         ignored = {name.casefold() for name in context.hints.ignore_hosts}
         if host.name.casefold() in ignored:

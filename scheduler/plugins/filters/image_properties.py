@@ -36,6 +36,9 @@ class ImagePropertiesFilter(HostFilter):
     name = "image_properties"
     description = "Keeps hosts whose architecture traits match the image's properties."
 
+    def applies(self, context: SchedulingContext) -> bool:
+        return context.image is not None
+
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         if context.image is None:
             return PASS

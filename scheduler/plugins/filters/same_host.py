@@ -12,6 +12,9 @@ class SameHostFilter(HostFilter):
     name = "same_host"
     description = "Keeps hosts running one of the consumers in hints.same_host."
 
+    def applies(self, context: SchedulingContext) -> bool:
+        return bool(context.hints.same_host)
+
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         if not context.hints.same_host or host.uuid in context.same_host_targets:
             return PASS

@@ -13,6 +13,10 @@ class ServerGroupAffinityFilter(HostFilter):
     name = "server_group_affinity"
     description = "Keeps hosts that already run a member of the request's affinity group."
 
+    def applies(self, context: SchedulingContext) -> bool:
+        group = context.group
+        return group is not None and group.policy == GroupPolicy.AFFINITY
+
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         group = context.group
         if group is None or group.policy != GroupPolicy.AFFINITY:

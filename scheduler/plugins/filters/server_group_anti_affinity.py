@@ -13,6 +13,10 @@ class ServerGroupAntiAffinityFilter(HostFilter):
     name = "server_group_anti_affinity"
     description = "Removes hosts that already run as many group members as the group allows."
 
+    def applies(self, context: SchedulingContext) -> bool:
+        group = context.group
+        return group is not None and group.policy == GroupPolicy.ANTI_AFFINITY
+
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         group = context.group
         if group is None or group.policy != GroupPolicy.ANTI_AFFINITY:

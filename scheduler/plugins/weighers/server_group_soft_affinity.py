@@ -12,6 +12,10 @@ class ServerGroupSoftAffinityWeigher(HostWeigher):
     name = "server_group_soft_affinity"
     description = "For soft-affinity groups, each member already on the host weighs more."
 
+    def applies(self, context: SchedulingContext) -> bool:
+        group = context.group
+        return group is not None and group.policy == GroupPolicy.SOFT_AFFINITY
+
     def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
         group = context.group
         if group is None or group.policy != GroupPolicy.SOFT_AFFINITY:

@@ -12,6 +12,10 @@ class ServerGroupSoftAntiAffinityWeigher(HostWeigher):
     name = "server_group_soft_anti_affinity"
     description = "For soft-anti-affinity groups, each member already on the host weighs less."
 
+    def applies(self, context: SchedulingContext) -> bool:
+        group = context.group
+        return group is not None and group.policy == GroupPolicy.SOFT_ANTI_AFFINITY
+
     def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
         group = context.group
         if group is None or group.policy != GroupPolicy.SOFT_ANTI_AFFINITY:

@@ -1,0 +1,43 @@
+"""``make bench``: every benchmark of the project, one after the other.
+
+    python -m bench                 # candidates, then scheduler, default sizes
+    python -m bench candidates ...  # one benchmark, with its own arguments
+    python -m bench scheduler --help
+
+Each benchmark is a script of its own; this only runs them in order and
+stops at the first that fails.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS: dict[str, list[str]] = {
+    "candidates": [str(HERE / "candidates_bench.py")],
+    "scheduler": [
+        str(HERE / "scheduler_bench.py"),
+        "--backend=postgresql",
+        "--hosts=1000,5000",
+        "--schedulers=1,4,16",
+    ],
+}
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] not in BENCHMARKS:
+        print(f"usage: python -m bench [{'|'.join(BENCHMARKS)} [ARGS...]]", file=sys.stderr)
+        return 2
+    chosen, extra = (argv[:1], argv[1:]) if argv else (list(BENCHMARKS), [])
+    for name in chosen:
+        print(f"== bench: {name}", flush=True)
+        result = subprocess.run([sys.executable, *BENCHMARKS[name], *extra], check=False)
+        if result.returncode != 0:
+            return result.returncode
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

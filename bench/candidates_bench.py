@@ -1,0 +1,290 @@
+"""GET /allocation_candidates benchmark: ours against upstream OpenStack Placement.
+
+For each variant (flat compute nodes; nested NUMA hosts with shared disk) and
+each size N, the same generated data is loaded with COPY into two PostgreSQL
+databases: one for our server (uvicorn) and one for upstream Placement (the
+``openstack-placement`` package from PyPI, in its own venv under
+var/bench/upstream-venv, served by uWSGI). Then the same queries are sent to
+both, one at a time over HTTP, and p50/p95 latencies are reported with the
+ratio upstream/ours.
+
+    python bench/candidates_bench.py                 # N=1000 and 10,000, both variants
+    python bench/candidates_bench.py --quick         # N=1000, 5 requests per query
+    python bench/candidates_bench.py --no-upstream --sizes 200 --reps 5
+
+Results: var/bench/candidates-<time>.json and .md (and printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import candidates_data as data
+import candidates_servers as servers
+
+VERSION = {"openstack-api-version": "placement 1.39"}
+FLAVOR = "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:40"
+WIDE = "&".join(f"resources{i}=PCI_DEVICE:1" for i in range(1, 9)) + "&group_policy=isolate"
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    path: str
+
+
+def queries(variant: str, dataset: data.Dataset) -> list[Query]:
+    aggregate = dataset.aggregates[0]
+    ac = "/allocation_candidates?"
+    if variant == "flat":
+        return [
+            Query("flat, limit 1000", f"{ac}{FLAVOR}&limit=1000"),
+            Query(
+                "flat + AVX512F, limit 1000", f"{ac}{FLAVOR}&required=HW_CPU_X86_AVX512F&limit=1000"
+            ),
+            Query("flat + member_of, limit 1000", f"{ac}{FLAVOR}&member_of={aggregate}&limit=1000"),
+            Query(
+                "flat big flavor + CUSTOM_GPU, limit 1000",
+                f"{ac}resources=VCPU:16,MEMORY_MB:65536,DISK_GB:500&required=CUSTOM_GPU&limit=1000",
+            ),
+            Query("flat, no limit", f"{ac}{FLAVOR}"),
+        ]
+    return [
+        Query("nested + shared disk, limit 1000", f"{ac}{FLAVOR}&limit=1000"),
+        Query(
+            "nested NUMA group + disk group, limit 1000",
+            f"{ac}resources_NUMA=VCPU:2,MEMORY_MB:4096&resources_DISK=DISK_GB:40"
+            "&group_policy=none&limit=1000",
+        ),
+        Query(
+            "nested 2 NUMA isolated + disk, limit 1000",
+            f"{ac}resources=DISK_GB:20&resources1=VCPU:1,MEMORY_MB:1024"
+            "&resources2=VCPU:1,MEMORY_MB:1024&group_policy=isolate&limit=1000",
+        ),
+        Query("nested + shared disk, no limit", f"{ac}{FLAVOR}"),
+        Query("wide host, 8 groups isolate, limit 1000", f"{ac}{WIDE}&limit=1000"),
+    ]  # fmt: skip
+
+
+@dataclass
+class Timing:
+    server: str
+    samples_ms: list[float] = field(default_factory=list)
+    candidates: int | None = None
+    error: str | None = None
+
+    @property
+    def p50(self) -> float | None:
+        return statistics.median(self.samples_ms) if self.samples_ms else None
+
+    @property
+    def p95(self) -> float | None:
+        if len(self.samples_ms) < 2:
+            return self.p50
+        return statistics.quantiles(self.samples_ms, n=20, method="inclusive")[18]
+
+
+@dataclass
+class QueryResult:
+    variant: str
+    hosts: int
+    query: str
+    path: str
+    ours: Timing
+    upstream: Timing | None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.upstream is None or self.upstream.p50 is None or not self.ours.p50:
+            return None
+        return self.upstream.p50 / self.ours.p50
+
+
+def measure(
+    base_url: str, server: str, path: str, reps: int, budget_s: float, timeout: float
+) -> Timing:
+    """Sequential requests: 2 warm-ups, then up to ``reps`` timed ones within ``budget_s``."""
+    timing = Timing(server)
+    # A fresh connection per request: uWSGI's http-socket does not keep connections alive.
+    with httpx.Client(
+        base_url=base_url,
+        headers={**servers.HEADERS, **VERSION},
+        timeout=timeout,
+        limits=httpx.Limits(max_keepalive_connections=0),
+    ) as client:
+        started = time.monotonic()
+        for attempt in range(reps + 2):
+            begin = time.perf_counter()
+            try:
+                response = client.get(path)
+            except httpx.HTTPError as exc:
+                timing.error = f"{type(exc).__name__} after {time.perf_counter() - begin:.0f} s"
+                return timing
+            elapsed_ms = (time.perf_counter() - begin) * 1000
+            if response.status_code != 200:
+                timing.error = f"HTTP {response.status_code}: {response.text[:200]}"
+                return timing
+            timing.candidates = len(response.json()["allocation_requests"])
+            if attempt >= 2 or elapsed_ms > budget_s * 1000 / 3:
+                timing.samples_ms.append(elapsed_ms)
+            if time.monotonic() - started > budget_s and timing.samples_ms:
+                break
+    return timing
+
+
+@dataclass
+class Options:
+    sizes: list[int]
+    variants: list[str]
+    reps: int
+    budget_s: float
+    upstream: bool
+    upstream_timeout: int
+    admin_dsn: str
+    out_dir: Path
+
+
+def run_size(
+    options: Options, variant: str, hosts: int, upstream_bin: Path | None
+) -> list[QueryResult]:
+    dataset = data.generate(hosts, nested=variant == "nested")
+    work = options.out_dir / f"candidates-{variant}-{hosts}"
+    work.mkdir(parents=True, exist_ok=True)
+    ours_db, upstream_db = (
+        f"bench_ac_ours_{variant}_{hosts}",
+        f"bench_ac_upstream_{variant}_{hosts}",
+    )
+    url = servers.prepare_ours(options.admin_dsn, ours_db)
+    asyncio.run(data.load(servers.server_dsn(options.admin_dsn, ours_db), dataset, data.OURS))
+    plan = queries(variant, dataset)
+    results: dict[str, QueryResult] = {}
+    with servers.ours_server(url, work / "ours.log") as base_url:
+        for query in plan:
+            timing = measure(base_url, "ours", query.path, options.reps, options.budget_s, 120)
+            results[query.name] = QueryResult(variant, hosts, query.name, query.path, timing, None)
+            print(f"  ours     {query.name:45s} {_fmt(timing)}", flush=True)
+    if upstream_bin is not None:
+        config = work / "upstream-config"
+        servers.prepare_upstream(upstream_bin, options.admin_dsn, upstream_db, config)
+        log, timeout = work / "upstream.log", options.upstream_timeout
+        with servers.upstream_server(
+            upstream_bin, config, log, request_timeout=timeout
+        ) as base_url:
+            asyncio.run(
+                data.load(
+                    servers.server_dsn(options.admin_dsn, upstream_db), dataset, data.UPSTREAM
+                )
+            )
+            for query in plan:
+                timing = measure(
+                    base_url, "upstream", query.path, options.reps, options.budget_s, timeout + 10
+                )
+                results[query.name].upstream = timing
+                print(f"  upstream {query.name:45s} {_fmt(timing)}", flush=True)
+        asyncio.run(servers.drop_database(options.admin_dsn, upstream_db))
+    asyncio.run(servers.drop_database(options.admin_dsn, ours_db))
+    return list(results.values())
+
+
+def _fmt(timing: Timing) -> str:
+    if timing.error:
+        return f"error: {timing.error}"
+    return f"p50 {timing.p50:9.1f} ms  p95 {timing.p95:9.1f} ms  n={timing.candidates}"
+
+
+def _cell(value: float | None, error: str | None = None, suffix: str = "") -> str:
+    if error:
+        return error[:60]
+    return "-" if value is None else f"{value:.1f}{suffix}"
+
+
+def markdown(results: list[QueryResult], upstream_version: str | None) -> str:
+    lines = [
+        "| variant | N | query | ours p50 ms | ours p95 ms | upstream p50 ms | upstream p95 ms "
+        "| upstream/ours (p50) | candidates (ours/upstream) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        up = r.upstream
+        lines.append(
+            f"| {r.variant} | {r.hosts} | {r.query} | {_cell(r.ours.p50, r.ours.error)} "
+            f"| {_cell(r.ours.p95)} | {_cell(up.p50 if up else None, up.error if up else None)} "
+            f"| {_cell(up.p95 if up else None)} | {_cell(r.ratio, suffix='x')} "
+            f"| {r.ours.candidates}/{up.candidates if up else '-'} |"
+        )
+    header = (
+        f"Upstream: openstack-placement {upstream_version} on uWSGI.\n\n"
+        if upstream_version
+        else ""
+    )
+    return header + "\n".join(lines) + "\n"
+
+
+def parse_args() -> Options:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="1000,10000", help="comma-separated host counts")
+    parser.add_argument("--quick", action="store_true", help="N=1000 only, 5 requests per query")
+    parser.add_argument("--variants", default="flat,nested")
+    parser.add_argument("--reps", type=int, default=20, help="timed requests per query")
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds per query and server")
+    parser.add_argument("--no-upstream", dest="upstream", action="store_false")
+    parser.add_argument("--upstream-timeout", type=int, default=120, help="seconds per request")
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get(
+            "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
+    parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.reps, args.budget = "1000", 5, 15.0
+    return Options(
+        sizes=[int(size) for size in args.sizes.split(",")],
+        variants=args.variants.split(","),
+        reps=args.reps,
+        budget_s=args.budget,
+        upstream=args.upstream,
+        upstream_timeout=args.upstream_timeout,
+        admin_dsn=args.pg_url,
+        out_dir=args.out_dir,
+    )
+
+
+def main() -> None:
+    options = parse_args()
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    upstream_bin, version = None, None
+    if options.upstream:
+        upstream_bin = servers.ensure_upstream_venv(options.out_dir / "upstream-venv")
+        version = servers.upstream_version(upstream_bin)
+    results: list[QueryResult] = []
+    for hosts in options.sizes:
+        for variant in options.variants:
+            print(f"{variant}, N={hosts}", flush=True)
+            results += run_size(options, variant, hosts, upstream_bin)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    report = markdown(results, version)
+    (options.out_dir / f"candidates-{stamp}.md").write_text(report)
+    (options.out_dir / f"candidates-{stamp}.json").write_text(
+        json.dumps([asdict(r) | {"ratio": r.ratio} for r in results], indent=2)
+    )
+    print(report)
+
+
+if __name__ == "__main__":
+    main()

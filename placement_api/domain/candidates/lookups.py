@@ -1,0 +1,159 @@
+"""Lookups around the candidate rows: sharing providers and the trees they
+serve, tree-level traits, summed headroom, tree shapes. Each is one bulk
+statement (or one per batch of ids)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from placement_api.db.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
+from placement_api.domain.candidates.fetching import chunked, fetch_all, id_in
+from placement_api.domain.candidates.queries import sharing_ids
+
+
+async def root_id_range(session: AsyncSession) -> tuple[int, int]:
+    """The lowest and highest root ids ((0, -1) when there are no providers)."""
+    root = ResourceProvider.root_provider_id
+    lowest, highest = (await session.execute(select(func.min(root), func.max(root)))).one()
+    return (lowest, highest) if lowest is not None and highest is not None else (0, -1)
+
+
+async def sharing_provider_ids(session: AsyncSession) -> frozenset[int]:
+    return frozenset((await session.execute(sharing_ids())).scalars())
+
+
+async def aggregates_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, set[int]]:
+    found: dict[int, set[int]] = {}
+    for batch in chunked(sorted(provider_ids)):
+        rows = await fetch_all(
+            session,
+            select(ProviderAggregate.resource_provider_id, ProviderAggregate.aggregate_id).where(
+                ProviderAggregate.resource_provider_id.in_(batch)
+            ),
+        )
+        for provider, aggregate in rows:
+            found.setdefault(provider, set()).add(aggregate)
+    return found
+
+
+async def roots_by_aggregate(
+    session: AsyncSession, aggregate_ids: Iterable[int]
+) -> dict[int, set[int]]:
+    """For each aggregate, the roots of the trees that have a member in it."""
+    found: dict[int, set[int]] = {}
+    for batch in chunked(sorted(aggregate_ids)):
+        rows = await fetch_all(
+            session,
+            select(ProviderAggregate.aggregate_id, ResourceProvider.root_provider_id)
+            .join(ResourceProvider, ResourceProvider.id == ProviderAggregate.resource_provider_id)
+            .where(ProviderAggregate.aggregate_id.in_(batch))
+            .distinct(),
+        )
+        for aggregate, root in rows:
+            if root is not None:
+                found.setdefault(aggregate, set()).add(root)
+    return found
+
+
+async def roots_with_any_trait(
+    session: AsyncSession, trait_ids: Iterable[int]
+) -> dict[int, set[int]]:
+    """Root provider -> which of ``trait_ids`` it has (roots with none are absent)."""
+    rows = await fetch_all(
+        session,
+        select(ProviderTrait.resource_provider_id, ProviderTrait.trait_id)
+        .join(ResourceProvider, ResourceProvider.id == ProviderTrait.resource_provider_id)
+        .where(
+            ProviderTrait.trait_id.in_(sorted(trait_ids)),
+            ResourceProvider.parent_provider_id.is_(None),
+        ),
+    )
+    found: dict[int, set[int]] = {}
+    for provider, trait in rows:
+        found.setdefault(provider, set()).add(trait)
+    return found
+
+
+async def traits_held_by_sharing_providers(
+    session: AsyncSession, trait_ids: Iterable[int]
+) -> frozenset[int]:
+    rows = await fetch_all(
+        session,
+        select(ProviderTrait.trait_id).where(
+            ProviderTrait.trait_id.in_(sorted(trait_ids)),
+            ProviderTrait.resource_provider_id.in_(sharing_ids()),
+        ),
+    )
+    return frozenset(trait for (trait,) in rows)
+
+
+async def providers_in_aggregates(
+    session: AsyncSession, aggregate_ids: Iterable[int]
+) -> frozenset[int]:
+    rows = await fetch_all(
+        session,
+        select(ProviderAggregate.resource_provider_id).where(
+            ProviderAggregate.aggregate_id.in_(sorted(aggregate_ids))
+        ),
+    )
+    return frozenset(provider for (provider,) in rows)
+
+
+async def traits_of_providers_having(
+    session: AsyncSession, trait_ids: Iterable[int]
+) -> dict[int, frozenset[int]]:
+    """Provider -> which of ``trait_ids`` it has, for providers having any of them."""
+    rows = await fetch_all(
+        session,
+        select(ProviderTrait.resource_provider_id, ProviderTrait.trait_id).where(
+            ProviderTrait.trait_id.in_(sorted(trait_ids))
+        ),
+    )
+    found: dict[int, set[int]] = {}
+    for provider, trait in rows:
+        found.setdefault(provider, set()).add(trait)
+    return {provider: frozenset(traits) for provider, traits in found.items()}
+
+
+async def headroom(
+    session: AsyncSession, class_ids: Iterable[int], provider_ids: Iterable[int]
+) -> dict[tuple[int, int], int]:
+    """(provider, class) -> the most one candidate may take: free capacity, at most max_unit."""
+    found: dict[tuple[int, int], int] = {}
+    classes = sorted(class_ids)
+    for batch in chunked(sorted(provider_ids)):
+        rows = await fetch_all(
+            session,
+            select(
+                Inventory.resource_provider_id,
+                Inventory.resource_class_id,
+                Inventory.total,
+                Inventory.reserved,
+                Inventory.allocation_ratio,
+                Inventory.used,
+                Inventory.max_unit,
+            ).where(
+                Inventory.resource_class_id.in_(classes),
+                id_in(session, Inventory.resource_provider_id, batch),
+            ),
+        )
+        for provider, class_id, total, reserved, ratio, used, max_unit in rows:
+            free = int((total - reserved) * ratio) - used
+            found[(provider, class_id)] = min(free, max_unit)
+    return found
+
+
+async def parents_in_trees(session: AsyncSession, root_ids: Iterable[int]) -> dict[int, int | None]:
+    found: dict[int, int | None] = {}
+    for batch in chunked(sorted(root_ids)):
+        rows = await fetch_all(
+            session,
+            select(ResourceProvider.id, ResourceProvider.parent_provider_id).where(
+                id_in(session, ResourceProvider.root_provider_id, batch)
+            ),
+        )
+        found.update((provider, parent) for provider, parent in rows)
+    return found

@@ -1,0 +1,131 @@
+"""Deciding in memory, for one instance: capacity, filters, weighers, the order to
+claim hosts in, and the alternates offered with the selection. No I/O here: the
+engine reads candidates and writes claims.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from scheduler.client import AllocationRequest
+from scheduler.context import SchedulingContext
+from scheduler.explain import (
+    InstanceExplanation,
+    RejectedHost,
+    Stage,
+    emptied_by_capacity,
+    emptied_by_filter,
+)
+from scheduler.host_state import HostState, Reservation
+from scheduler.pipeline import Pipeline, WeighedHost
+from scheduler.results import Alternate, ProviderRef, Selection
+from scheduler.settings import SchedulerSettings
+
+
+class UnplaceableError(Exception):
+    def __init__(self, stage: Stage, reason: str) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+
+
+@dataclass
+class Choice:
+    consumer: str
+    host: HostState
+    request: AllocationRequest
+    reservation: Reservation
+    selection: Selection
+
+
+class Chooser:
+    def __init__(self, settings: SchedulerSettings, pipeline: Pipeline, rng: random.Random) -> None:
+        self.settings = settings
+        self.pipeline = pipeline
+        self.rng = rng
+        # Claims, alternates and the explanation look no further down the ranking.
+        self._hosts_needed = (
+            settings.host_subset_size
+            + settings.claim_attempts
+            + settings.max_attempts
+            + settings.explain_top_hosts
+        )
+
+    def rank(
+        self, hosts: list[HostState], context: SchedulingContext, report: InstanceExplanation
+    ) -> list[WeighedHost]:
+        """The hosts with room that every filter passes, best first; the report says why."""
+        fitting: list[HostState] = []
+        full: list[HostState] = []
+        for host in hosts:
+            (fitting if host.fitting_request() is not None else full).append(host)
+        report.hosts_with_room = len(fitting)
+        report.capacity_rejected = [
+            RejectedHost(host=h.name, uuid=h.uuid, reason=h.shortfall())
+            for h in full[: self.settings.explain_max_rejections]
+        ]
+        if not fitting:
+            raise UnplaceableError("capacity", emptied_by_capacity(report.capacity_rejected))
+        passed, report.filters = self.pipeline.run_filters(fitting, context)
+        if not passed:
+            raise UnplaceableError("filter", emptied_by_filter(report.filters[-1]))
+        weighed = self.pipeline.weigh(passed, context, best=self._hosts_needed)
+        report.weighed = [w.report() for w in weighed[: self.settings.explain_top_hosts]]
+        return weighed
+
+    def claim_order(self, weighed: list[WeighedHost]) -> list[HostState]:
+        """A random one of the best ``host_subset_size`` first, then by weight."""
+        best = weighed[: self.settings.host_subset_size]
+        first = self.rng.choice(best)
+        return [first.host] + [w.host for w in weighed if w is not first]
+
+    def reserve_best(
+        self,
+        consumer: str,
+        hosts: list[HostState],
+        context: SchedulingContext,
+        report: InstanceExplanation,
+    ) -> Choice:
+        """Rank, take the first host of the claim order and reserve its capacity, without
+        claiming it: for claims made together later."""
+        weighed = self.rank(hosts, context, report)
+        host = self.claim_order(weighed)[0]
+        request = host.fitting_request()
+        assert request is not None  # ranked hosts all have room
+        reservation = host.consume(request)
+        context.record_placement(host.uuid, host.name)
+        report.chosen = next(w.report() for w in weighed if w.host is host)
+        selection = self.selection(consumer, host, request, weighed, set())
+        return Choice(consumer, host, request, reservation, selection)
+
+    def selection(
+        self,
+        consumer: str,
+        chosen: HostState,
+        request: AllocationRequest,
+        weighed: list[WeighedHost],
+        lost: set[str],
+    ) -> Selection:
+        return Selection(
+            consumer_uuid=consumer,
+            provider=ProviderRef(uuid=chosen.uuid, name=chosen.name),
+            allocations=request.allocations,
+            mappings=request.mappings,
+            alternates=self._alternates(weighed, chosen, lost),
+        )
+
+    def _alternates(
+        self, weighed: list[WeighedHost], chosen: HostState, lost: set[str]
+    ) -> list[Alternate]:
+        alternates: list[Alternate] = []
+        for entry in weighed:
+            if len(alternates) >= self.settings.max_attempts - 1:
+                break
+            host = entry.host
+            request = host.fitting_request()
+            if host is chosen or host.uuid in lost or request is None:
+                continue
+            provider = ProviderRef(uuid=host.uuid, name=host.name)
+            alternates.append(Alternate(provider=provider, allocation_request=request))
+        return alternates

@@ -1,0 +1,59 @@
+"""With a limit, trees are read in windows of root ids. Shrunk to a root id
+or two per window, the windowed answers must be exactly a prefix-sized
+subset of the full answer, whatever the limit, on every backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from placement_api.domain.candidates import service
+from tests.api.test_allocation_candidates import candidates, get_ok, summary_names
+from tests.support.client import PlacementClient
+from tests.support.provider_trees import TreeBuilder
+
+SHARES = ["MISC_SHARES_VIA_AGGREGATE"]
+
+
+@pytest.fixture
+async def spread(api: PlacementClient, monkeypatch: pytest.MonkeyPatch) -> TreeBuilder:
+    """Sharing providers with the lowest and highest ids, trees between them."""
+    monkeypatch.setattr(service, "MIN_WINDOW", 1)
+    monkeypatch.setattr(service, "WINDOW_PER_CANDIDATE", 0.5)
+    tree = TreeBuilder(api)
+    await tree.provider("ss_low", inventory={"DISK_GB": 100}, traits=SHARES, aggregates=["a"])
+    for index in range(5):
+        traits = ["HW_CPU_X86_AVX2"] if index % 2 else []
+        await tree.provider(
+            f"host{index}", inventory={"VCPU": 4, "DISK_GB": 50}, traits=traits, aggregates=["a"]
+        )
+    await tree.provider("nested")
+    await tree.provider("numa", parent="nested", inventory={"VCPU": 4})
+    await tree.set_aggregates("nested", ["a"])
+    await tree.provider("ss_high", inventory={"DISK_GB": 100}, traits=SHARES, aggregates=["a"])
+    return tree
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "resources=VCPU:1,DISK_GB:10",
+        "resources=DISK_GB:10",
+        "resources=VCPU:1,DISK_GB:10&required=HW_CPU_X86_AVX2",
+        "resources1=VCPU:1&resources2=DISK_GB:10&group_policy=isolate",
+        "resources1=VCPU:1&resources2=VCPU:1&resources3=DISK_GB:10&group_policy=none",
+    ],
+)
+async def test_limited_answers_are_subsets_of_the_full_answer(
+    api: PlacementClient, spread: TreeBuilder, query: str
+) -> None:
+    path = f"/allocation_candidates?{query}"
+    full = candidates(spread, await get_ok(api, path))
+    assert len({str(c) for c in full}) == len(full)
+    for limit in range(1, len(full) + 2):
+        body = await get_ok(api, f"{path}&limit={limit}")
+        limited = candidates(spread, body)
+        assert len(limited) == min(limit, len(full))
+        assert len({str(c) for c in limited}) == len(limited)
+        assert all(c in full for c in limited)
+        trees = {name for c in limited for name in c}
+        assert trees <= summary_names(spread, body)

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 from fastapi.openapi.utils import get_openapi
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from placement_api.app import create_app
 from placement_api.microversion import MAX_VERSION, MIN_VERSION
@@ -18,6 +20,25 @@ from placement_api.schemas.common import DOCUMENTED_REQUEST_MODELS
 from placement_api.settings import Settings
 
 REF_TEMPLATE = "#/components/schemas/{model}"
+
+
+class OpenApiSchema(GenerateJsonSchema):
+    """Leaves out ``default: null`` where null is not a valid value: such a
+    field is optional in the body, not nullable."""
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        json_schema = super().default_schema(schema)
+        if json_schema.get("default", ...) is None and not _allows_null(json_schema):
+            del json_schema["default"]
+        return json_schema
+
+
+def _allows_null(schema: JsonSchemaValue) -> bool:
+    kinds = schema.get("type")
+    if kinds == "null" or (isinstance(kinds, list) and "null" in kinds):
+        return True
+    return any(_allows_null(option) for option in schema.get("anyOf", []) + schema.get("oneOf", []))
+
 MICROVERSION_PARAMETER: dict[str, Any] = {
     "name": "OpenStack-API-Version",
     "in": "header",
@@ -41,7 +62,7 @@ def openapi_document() -> dict[str, Any]:
     )
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     for name, model in sorted(DOCUMENTED_REQUEST_MODELS.items()):
-        schema = model.model_json_schema(ref_template=REF_TEMPLATE)
+        schema = model.model_json_schema(ref_template=REF_TEMPLATE, schema_generator=OpenApiSchema)
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = schema
     document["components"]["schemas"] = dict(sorted(schemas.items()))

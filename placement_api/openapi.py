@@ -39,6 +39,7 @@ def _allows_null(schema: JsonSchemaValue) -> bool:
         return True
     return any(_allows_null(option) for option in schema.get("anyOf", []) + schema.get("oneOf", []))
 
+
 MICROVERSION_PARAMETER: dict[str, Any] = {
     "name": "OpenStack-API-Version",
     "in": "header",

@@ -33,7 +33,16 @@ def live_server(database_url: str, **env: str) -> Iterator[LiveServer]:
     port = free_port()
     environment = dict(os.environ, PLACEMENT_DATABASE_URL=database_url, **env)
     process = subprocess.Popen(
-        [sys.executable, "-m", "placement_api", "serve", "--port", str(port), "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "placement_api",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         env=environment,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

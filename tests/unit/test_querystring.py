@@ -42,7 +42,7 @@ def test_required_splits_required_forbidden_and_any_of() -> None:
 def test_forbidden_traits_need_1_22_and_any_of_needs_1_39() -> None:
     with pytest.raises(errors.BadRequest):
         parse_required(["!B"], Version(1, 21))
-    with pytest.raises(errors.BadRequest, match="only supported since microversion 1.39"):
+    with pytest.raises(errors.BadRequest, match=r"only supported since microversion 1\.39"):
         parse_required(["in:A,B"], Version(1, 38))
 
 

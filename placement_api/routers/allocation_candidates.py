@@ -75,31 +75,45 @@ class OrjsonResponse(JSONResponse):
         return orjson.dumps(content)
 
 
-def _resources(amounts: dict[int, int], names: dict[int, str]) -> dict[str, int]:
-    return {names[class_id]: amount for class_id, amount in sorted(amounts.items())}
+class _ResourcesBodies:
+    """``{class name: amount}`` per amounts, built once: candidates repeat the
+    same few amounts thousands of times, and the encoder takes shared dicts."""
+
+    def __init__(self, names: dict[int, str]) -> None:
+        self.names = names
+        self.built: dict[tuple[tuple[int, int], ...], dict[str, int]] = {}
+
+    def __call__(self, amounts: dict[int, int]) -> dict[str, int]:
+        key = tuple(amounts.items())
+        found = self.built.get(key)
+        if found is None:
+            names = self.names
+            found = {names[class_id]: amount for class_id, amount in sorted(key)}
+            self.built[key] = found
+        return found
 
 
 def _allocation_requests(result: CandidatesResult, version: Version) -> list[dict[str, Any]]:
-    names, uuids = result.class_names, result.uuids
+    uuids, resources = result.uuids, _ResourcesBodies(result.class_names)
     if not version.has("allocations_dict_format"):
         return [
             {
                 "allocations": [
-                    {"resource_provider": {"uuid": uuids[p]}, "resources": _resources(a, names)}
+                    {"resource_provider": {"uuid": uuids[p]}, "resources": resources(a)}
                     for p, a in candidate.allocations.items()
                 ]
             }
             for candidate in result.candidates
         ]
+    with_mappings = version.has("candidates_mappings")
     requests = []
     for candidate in result.candidates:
         body: dict[str, Any] = {
             "allocations": {
-                uuids[p]: {"resources": _resources(a, names)}
-                for p, a in candidate.allocations.items()
+                uuids[p]: {"resources": resources(a)} for p, a in candidate.allocations.items()
             }
         }
-        if version.has("candidates_mappings"):
+        if with_mappings:
             body["mappings"] = {
                 suffix: [uuids[p] for p in providers]
                 for suffix, providers in candidate.mappings.items()

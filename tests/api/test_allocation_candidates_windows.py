@@ -14,11 +14,15 @@ from tests.support.provider_trees import TreeBuilder
 SHARES = ["MISC_SHARES_VIA_AGGREGATE"]
 
 
-@pytest.fixture
-async def spread(api: PlacementClient, monkeypatch: pytest.MonkeyPatch) -> TreeBuilder:
-    """Sharing providers with the lowest and highest ids, trees between them."""
+@pytest.fixture(params=[0, 100], ids=["windows", "one-read-when-filters-narrow"])
+async def spread(
+    api: PlacementClient, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> TreeBuilder:
+    """Sharing providers with the lowest and highest ids, trees between them.
+    Trait and aggregate filters either never or always skip the windows."""
     monkeypatch.setattr(service, "MIN_WINDOW", 1)
     monkeypatch.setattr(service, "WINDOW_PER_CANDIDATE", 0.5)
+    monkeypatch.setattr(service, "FULL_READ_PER_CANDIDATE", request.param)
     tree = TreeBuilder(api)
     await tree.provider("ss_low", inventory={"DISK_GB": 100}, traits=SHARES, aggregates=["a"])
     for index in range(5):
@@ -39,6 +43,7 @@ async def spread(api: PlacementClient, monkeypatch: pytest.MonkeyPatch) -> TreeB
         "resources=VCPU:1,DISK_GB:10",
         "resources=DISK_GB:10",
         "resources=VCPU:1,DISK_GB:10&required=HW_CPU_X86_AVX2",
+        "resources=VCPU:1,DISK_GB:10&member_of={a}",
         "resources1=VCPU:1&resources2=DISK_GB:10&group_policy=isolate",
         "resources1=VCPU:1&resources2=VCPU:1&resources3=DISK_GB:10&group_policy=none",
     ],
@@ -46,7 +51,7 @@ async def spread(api: PlacementClient, monkeypatch: pytest.MonkeyPatch) -> TreeB
 async def test_limited_answers_are_subsets_of_the_full_answer(
     api: PlacementClient, spread: TreeBuilder, query: str
 ) -> None:
-    path = f"/allocation_candidates?{query}"
+    path = f"/allocation_candidates?{query.format(a=spread.aggregate('a'))}"
     full = candidates(spread, await get_ok(api, path))
     assert len({str(c) for c in full}) == len(full)
     for limit in range(1, len(full) + 2):

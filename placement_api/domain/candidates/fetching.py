@@ -15,6 +15,9 @@ T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 # Bound parameters per statement stay well under SQLite's and asyncpg's limits.
 CHUNK = 5000
+# ``id_in`` sends ids to PostgreSQL as one array parameter: batches there only
+# bound memory, and every extra batch costs a round trip.
+ARRAY_CHUNK = 100_000
 
 
 def chunked(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
@@ -26,6 +29,12 @@ def chunked(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
             batch = []
     if batch:
         yield batch
+
+
+def id_batches(session: AsyncSession, ids: Iterable[int]) -> Iterator[list[int]]:
+    """Sorted ids in batches sized for ``id_in``."""
+    postgresql = session.get_bind().dialect.name == "postgresql"
+    return chunked(sorted(ids), ARRAY_CHUNK if postgresql else CHUNK)
 
 
 async def fetch_all(session: AsyncSession, statement: Select[*Ts]) -> Sequence[Row[*Ts]]:

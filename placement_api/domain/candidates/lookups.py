@@ -4,13 +4,13 @@ statement (or one per batch of ids)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
-from placement_api.domain.candidates.fetching import chunked, fetch_all, id_in
+from placement_api.domain.candidates.fetching import chunked, fetch_all, id_batches, id_in
 from placement_api.domain.candidates.queries import sharing_ids
 
 
@@ -19,6 +19,26 @@ async def root_id_range(session: AsyncSession) -> tuple[int, int]:
     root = ResourceProvider.root_provider_id
     lowest, highest = (await session.execute(select(func.min(root), func.max(root)))).one()
     return (lowest, highest) if lowest is not None and highest is not None else (0, -1)
+
+
+async def fewest_members(
+    session: AsyncSession,
+    trait_sets: Sequence[frozenset[int]],
+    aggregate_sets: Sequence[frozenset[int]],
+) -> int:
+    """The fewest providers having one trait of a set, or in one aggregate of a set."""
+    counts = [
+        select(func.count(ProviderTrait.resource_provider_id.distinct()))
+        .where(ProviderTrait.trait_id.in_(sorted(traits)))
+        .scalar_subquery()
+        for traits in trait_sets
+    ] + [
+        select(func.count(ProviderAggregate.resource_provider_id.distinct()))
+        .where(ProviderAggregate.aggregate_id.in_(sorted(aggregates)))
+        .scalar_subquery()
+        for aggregates in aggregate_sets
+    ]
+    return min(int(count) for count in (await session.execute(select(*counts))).one())
 
 
 async def sharing_provider_ids(session: AsyncSession) -> frozenset[int]:
@@ -124,7 +144,7 @@ async def headroom(
     """(provider, class) -> the most one candidate may take: free capacity, at most max_unit."""
     found: dict[tuple[int, int], int] = {}
     classes = sorted(class_ids)
-    for batch in chunked(sorted(provider_ids)):
+    for batch in id_batches(session, provider_ids):
         rows = await fetch_all(
             session,
             select(
@@ -148,7 +168,7 @@ async def headroom(
 
 async def parents_in_trees(session: AsyncSession, root_ids: Iterable[int]) -> dict[int, int | None]:
     found: dict[int, int | None] = {}
-    for batch in chunked(sorted(root_ids)):
+    for batch in id_batches(session, root_ids):
         rows = await fetch_all(
             session,
             select(ResourceProvider.id, ResourceProvider.parent_provider_id).where(

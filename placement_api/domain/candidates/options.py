@@ -74,6 +74,23 @@ def granular_options(
     return options
 
 
+def _add_with_sharing(
+    by_anchor: dict[int, dict[int, list[int]]],
+    rows: Iterable[tuple[int, int, int]],
+    sharing: SharingMap,
+    rule: TreeRule,
+    member_of: Sequence[frozenset[int]],
+    in_tree: bool,
+) -> None:
+    for provider, root, class_id in rows:
+        if provider not in sharing.providers:
+            by_anchor.setdefault(root, {}).setdefault(class_id, []).append(provider)
+            continue
+        expand = not in_tree and sharing.member_of(provider, member_of)
+        for anchor in _served_trees(provider, root, sharing, rule, expand):
+            by_anchor.setdefault(anchor, {}).setdefault(class_id, []).append(provider)
+
+
 def unsuffixed_options(
     rows: Iterable[tuple[int, int, int]],
     class_ids: Sequence[int],
@@ -87,13 +104,11 @@ def unsuffixed_options(
     class are kept. A sharing provider serves other trees only when the group
     is not limited to one tree and the provider itself is in ``member_of``."""
     by_anchor: dict[int, dict[int, list[int]]] = {}
-    for provider, root, class_id in rows:
-        if provider not in sharing.providers:
+    if not sharing.providers:
+        for provider, root, class_id in rows:
             by_anchor.setdefault(root, {}).setdefault(class_id, []).append(provider)
-            continue
-        expand = not in_tree and sharing.member_of(provider, member_of)
-        for anchor in _served_trees(provider, root, sharing, rule, expand):
-            by_anchor.setdefault(anchor, {}).setdefault(class_id, []).append(provider)
+    else:
+        _add_with_sharing(by_anchor, rows, sharing, rule, member_of, in_tree)
     # Rows come ordered by provider; only sharing providers join out of order.
     order = sorted if sharing.providers else list
     return {

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 Amounts = tuple[tuple[int, int], ...]
 
@@ -53,14 +54,10 @@ class SearchRules:
     sharing: frozenset[int] = frozenset()
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
+    # A tuple, not a dataclass: searches build tens of thousands of these.
     allocations: dict[int, dict[int, int]]
     mappings: dict[str, list[int]]
-
-    def providers(self) -> Iterator[int]:
-        for providers in self.mappings.values():
-            yield from providers
 
     def key(self) -> tuple[object, ...]:
         resources = sorted(
@@ -75,7 +72,6 @@ class Candidate:
 @dataclass(frozen=True)
 class _Slot:
     suffix: str
-    granular: bool
     options: Mapping[int, Sequence[Sequence[int]]]
     position: int
     amounts: Amounts
@@ -84,6 +80,10 @@ class _Slot:
     # Set on a group's last slot: the traits its providers must cover together.
     required: tuple[frozenset[int], ...]
     closes_subtrees: tuple[frozenset[str], ...]
+    # Filling this slot completes a rule to check (traits, same_subtree).
+    closes: bool
+    # A granular slot under group_policy=isolate: its provider serves no other.
+    isolated: bool
 
 
 def _slots(plans: Sequence[GroupPlan], rules: SearchRules) -> list[_Slot]:
@@ -103,13 +103,14 @@ def _slots(plans: Sequence[GroupPlan], rules: SearchRules) -> list[_Slot]:
             slots.append(
                 _Slot(
                     suffix=plan.suffix,
-                    granular=plan.granular,
                     options=plan.options,
                     position=position,
                     amounts=amounts,
                     tracked=tuple((c, a) for c, a in amounts if c in tracked_classes),
                     required=plan.required if last else (),
                     closes_subtrees=tuple(closing.get(len(slots), ())),
+                    closes=bool(last and plan.required) or len(slots) in closing,
+                    isolated=plan.granular and rules.isolate,
                 )
             )
     return slots
@@ -134,14 +135,18 @@ class _Walk:
         self.group_slots: dict[str, list[int]] = {}
         for index, slot in enumerate(self.slots):
             self.group_slots.setdefault(slot.suffix, []).append(index)
+        self.slot_amounts = [slot.amounts for slot in self.slots]
+        # A group's slots are consecutive: (suffix, first, end) per group.
+        self.group_spans = [(s, i[0], i[-1] + 1) for s, i in self.group_slots.items()]
         self.ancestors: dict[int, frozenset[int]] = {}
 
     def candidates(self, anchor: int) -> Iterator[Candidate]:
         """Depth-first over the slots, with an explicit stack of option positions."""
-        choices = []
+        choices: list[Sequence[int]] = []
         for slot in self.slots:
-            providers = list(slot.options[anchor][slot.position])
+            providers = slot.options[anchor][slot.position]
             if self.shuffle is not None:
+                providers = list(providers)
                 self.shuffle(providers)
             choices.append(providers)
         if all(len(providers) == 1 for providers in choices):
@@ -165,7 +170,7 @@ class _Walk:
                 holding[level] = True
                 level += 1
 
-    def _only_choice(self, choices: list[list[int]]) -> Iterator[Candidate]:
+    def _only_choice(self, choices: list[Sequence[int]]) -> Iterator[Candidate]:
         """The common case of one provider per slot (flat trees): no walk needed."""
         taken = 0
         try:
@@ -175,14 +180,14 @@ class _Walk:
                     return
                 taken += 1
                 self.chosen[level] = provider
-                if not self._closing_rules_hold(slot):
+                if slot.closes and not self._closing_rules_hold(slot):
                     return
             yield self._candidate()
         finally:
             for level in range(taken):
                 self._release(self.slots[level], self.chosen[level])
 
-    def _advance(self, level: int, options: list[int], next_option: list[int]) -> bool:
+    def _advance(self, level: int, options: Sequence[int], next_option: list[int]) -> bool:
         """Take the next provider that fits at ``level``; False when none is left."""
         slot = self.slots[level]
         while next_option[level] < len(options):
@@ -190,27 +195,28 @@ class _Walk:
             next_option[level] += 1
             if self._take(slot, provider):
                 self.chosen[level] = provider
-                if self._closing_rules_hold(slot):
+                if not slot.closes or self._closing_rules_hold(slot):
                     return True
                 self._release(slot, provider)
         return False
 
     def _take(self, slot: _Slot, provider: int) -> bool:
         rules = self.rules
-        if slot.granular and rules.isolate and provider in self.granular_holders:
+        if slot.isolated and provider in self.granular_holders:
             return False
         if not rules.nested_aware:
             holder = self.root_holders.get(rules.root_of.get(provider, provider))
             if holder is not None and holder[0] != provider:
                 return False
-        usage = self.usage
-        for class_id, amount in slot.tracked:
-            limit = rules.headroom.get((provider, class_id))
-            if limit is not None and usage.get((provider, class_id), 0) + amount > limit:
-                return False
-        for class_id, amount in slot.tracked:
-            usage[(provider, class_id)] = usage.get((provider, class_id), 0) + amount
-        if slot.granular:
+        if slot.tracked:
+            usage = self.usage
+            for class_id, amount in slot.tracked:
+                limit = rules.headroom.get((provider, class_id))
+                if limit is not None and usage.get((provider, class_id), 0) + amount > limit:
+                    return False
+            for class_id, amount in slot.tracked:
+                usage[(provider, class_id)] = usage.get((provider, class_id), 0) + amount
+        if slot.isolated:
             self.granular_holders[provider] = self.granular_holders.get(provider, 0) + 1
         if not rules.nested_aware:
             root = rules.root_of.get(provider, provider)
@@ -221,7 +227,7 @@ class _Walk:
     def _release(self, slot: _Slot, provider: int) -> None:
         for class_id, amount in slot.tracked:
             self.usage[(provider, class_id)] -= amount
-        if slot.granular:
+        if slot.isolated:
             _decrement(self.granular_holders, provider)
         if not self.rules.nested_aware:
             root = self.rules.root_of.get(provider, provider)
@@ -260,17 +266,23 @@ class _Walk:
         return found
 
     def _candidate(self) -> Candidate:
+        chosen = self.chosen
         allocations: dict[int, dict[int, int]] = {}
+        for provider, amounts in zip(chosen, self.slot_amounts, strict=True):
+            if not amounts:
+                continue
+            held = allocations.get(provider)
+            if held is None:
+                # A slot's classes are distinct.
+                allocations[provider] = dict(amounts)
+            else:
+                for class_id, amount in amounts:
+                    held[class_id] = held.get(class_id, 0) + amount
         mappings: dict[str, list[int]] = {}
-        for slot, provider in zip(self.slots, self.chosen, strict=True):
-            if slot.amounts:
-                amounts = allocations.setdefault(provider, {})
-                for class_id, amount in slot.amounts:
-                    amounts[class_id] = amounts.get(class_id, 0) + amount
-            providers = mappings.setdefault(slot.suffix, [])
-            if provider not in providers:
-                providers.append(provider)
-        return Candidate(allocations=allocations, mappings=mappings)
+        for suffix, first, end in self.group_spans:
+            providers = chosen[first:end]
+            mappings[suffix] = providers if end - first == 1 else list(dict.fromkeys(providers))
+        return Candidate(allocations, mappings)
 
 
 def _decrement(counts: dict[int, int], key: int) -> None:
@@ -300,11 +312,14 @@ def search(
     walk = _Walk(plans, rules, shuffle)
     found: list[Candidate] = []
     seen = set() if seen is None else seen
+    sharing = rules.sharing
     for anchor in anchors:
         for candidate in walk.candidates(anchor):
             # Only a candidate made of sharing providers alone can be reached
-            # from several trees; any other belongs to its anchor's tree.
-            if rules.sharing.issuperset(candidate.providers()):
+            # from several trees; any other belongs to its anchor's tree, so
+            # only those whose resources all come from sharing providers (a
+            # cheap superset of them) need their key checked.
+            if sharing.issuperset(candidate.allocations):
                 key = candidate.key()
                 if key in seen:
                     continue

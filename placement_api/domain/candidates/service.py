@@ -5,8 +5,9 @@ root ids, smallest first, until enough candidates are found; each window is
 sized from the yield of the ones before. A request for 1,000 candidates among
 10,000 hosts reads the rows of the first thousand or few thousand trees, not
 all of them. Sharing providers serve trees anywhere, so their rows are read
-once, apart. Without a limit, or when candidates are to be randomised, one
-read covers everything.
+once, apart. Without a limit, when candidates are to be randomised, or when
+the request's traits and aggregates leave only a few providers per candidate
+wanted (counted first), one read covers everything.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api.db.models import ResourceProvider
 from placement_api.domain.candidates import lookups, queries
 from placement_api.domain.candidates.collector import collector_paused
-from placement_api.domain.candidates.fetching import chunked, fetch_all, id_in
+from placement_api.domain.candidates.fetching import fetch_all, id_batches, id_in
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest, resolve
 from placement_api.domain.candidates.options import (
     SharingMap,
@@ -43,6 +44,9 @@ Rows = list[tuple[int, int]] | list[tuple[int, int, int]]
 # MIN_WINDOW); trees that cannot serve the request make later windows needed.
 WINDOW_PER_CANDIDATE = 1.25
 MIN_WINDOW = 256
+# When trait or aggregate filters leave at most this many providers per
+# candidate wanted, one read of them all beats a series of windows.
+FULL_READ_PER_CANDIDATE = 4
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ class _Finder:
         self._sharing_traits: frozenset[int] | None = None
 
     async def run(self) -> list[Candidate]:
-        if self.stop_after is None or self.shuffle is not None:
+        if self.stop_after is None or self.shuffle is not None or await self._few_providers():
             return await self._in_window(None, self.stop_after)
         found: list[Candidate] = []
         start, last = await lookups.root_id_range(self.session)
@@ -142,6 +146,20 @@ class _Finder:
             first += size
             size = _next_window(first - start, len(found), self.stop_after)
         return found
+
+    async def _few_providers(self) -> bool:
+        """Whether the groups' trait and aggregate filters, applied in SQL, leave
+        few enough providers to read them all at once."""
+        assert self.stop_after is not None
+        trait_sets: list[frozenset[int]] = []
+        aggregate_sets: list[frozenset[int]] = []
+        for group in self.resolved.groups:
+            trait_sets += group.required if group.granular else await self._tree_traits(group)
+            aggregate_sets += group.member_of
+        if not trait_sets and not aggregate_sets:
+            return False
+        fewest = await lookups.fewest_members(self.session, trait_sets, aggregate_sets)
+        return fewest <= FULL_READ_PER_CANDIDATE * self.stop_after
 
     async def _group_rows(self, group: ResolvedGroup, scope: RowScope) -> Rows:
         """Rows for a group; groups of the same shape share one read."""
@@ -296,7 +314,7 @@ async def _uuids(
         return uuids
     # Providers named only in mappings (resourceless groups) may lie outside the summaries.
     missing = {p for c in candidates for ps in c.mappings.values() for p in ps} - uuids.keys()
-    for batch in chunked(sorted(missing)):
+    for batch in id_batches(session, missing):
         rows = await fetch_all(
             session,
             select(ResourceProvider.id, ResourceProvider.uuid).where(

@@ -18,7 +18,7 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.fetching import chunked, fetch_all, id_in
+from placement_api.domain.candidates.fetching import fetch_all, id_batches, id_in
 
 
 @dataclass
@@ -63,7 +63,7 @@ async def _providers(
 
 async def _uuids_of(session: AsyncSession, ids: set[int]) -> dict[int, str]:
     found: dict[int, str] = {}
-    for batch in chunked(sorted(ids)):
+    for batch in id_batches(session, ids):
         rows = await fetch_all(
             session,
             select(ResourceProvider.id, ResourceProvider.uuid).where(
@@ -77,7 +77,7 @@ async def _uuids_of(session: AsyncSession, ids: set[int]) -> dict[int, str]:
 async def _summaries(session: AsyncSession, scope: SummaryScope) -> dict[int, ProviderSummary]:
     """Bare summaries (tree position only), parents and roots named by uuid."""
     providers: dict[int, tuple[str, int | None, int | None]] = {}
-    for batch in chunked(sorted(scope.ids)):
+    for batch in id_batches(session, scope.ids):
         providers.update(await _providers(session, scope, batch))
     uuids = {ident: uuid for ident, (uuid, _, _) in providers.items()}
     # Whole trees hold every parent and root; single providers may not.
@@ -132,7 +132,7 @@ async def _add_traits(session: AsyncSession, summaries: dict[int, ProviderSummar
 async def load_summaries(session: AsyncSession, scope: SummaryScope) -> dict[int, ProviderSummary]:
     """Provider id -> summary, for every provider in the scope."""
     summaries = await _summaries(session, scope)
-    for batch in chunked(sorted(summaries)):
+    for batch in id_batches(session, summaries):
         found = {ident: summaries[ident] for ident in batch}
         await _add_resources(session, scope, found)
         if scope.with_traits:

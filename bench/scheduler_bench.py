@@ -42,7 +42,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
-from scheduler.client import PlacementClient
+from scheduler.client import PlacementClient, PlacementError
 from scheduler.engine import NoValidHostError, Scheduler
 from scheduler.query import candidates_query
 from scheduler.results import ScheduleResponse
@@ -70,6 +70,7 @@ class RunResult:
     requested: int
     placed: int = 0
     no_valid_host: int = 0
+    placement_errors: int = 0  # requests failed (and rolled back) on a Placement error
     seconds: float = 0.0
     placements_per_second: float = 0.0
     latency_p50_ms: float = 0.0
@@ -95,13 +96,19 @@ class _Worker:
     latencies: list[float] = field(default_factory=list)
     placed: infra.Placed = field(default_factory=dict)
     refused: int = 0
+    errors: int = 0
     claims: int = 0
     conflicts: int = 0
     reads: int = 0
 
 
-async def _create_hosts(http: httpx.AsyncClient, count: int, rng: random.Random) -> None:
+async def _create_hosts(
+    http: httpx.AsyncClient, count: int, rng: random.Random, vcpus: int | None
+) -> None:
+    """Hosts of mixed sizes; with ``vcpus``, that many VCPU each (ratio 1), so that the
+    cloud fills up and claims compete."""
     limit = asyncio.Semaphore(16)
+    vcpu = {"total": vcpus, "allocation_ratio": 1.0} if vcpus else None
 
     async def create(index: int) -> None:
         async with limit:
@@ -109,7 +116,7 @@ async def _create_hosts(http: httpx.AsyncClient, count: int, rng: random.Random)
             response.raise_for_status()
             rp = str(response.json()["uuid"])
             inventories = {
-                "VCPU": {"total": rng.choice((16, 32, 64)), "allocation_ratio": 4.0},
+                "VCPU": vcpu or {"total": rng.choice((16, 32, 64)), "allocation_ratio": 4.0},
                 "MEMORY_MB": {"total": rng.choice((65536, 131072, 262144)), "reserved": 2048},
                 "DISK_GB": {"total": rng.choice((500, 1000, 2000)), "reserved": 20},
             }
@@ -150,6 +157,10 @@ async def _scheduler_loop(
             outcome = await scheduler.schedule(spec)
         except NoValidHostError as exc:
             outcome = exc
+        except PlacementError as exc:
+            print(f"    request failed: {exc}", flush=True)
+            worker.errors += 1
+            continue
         worker.latencies.append(time.perf_counter() - started)
         _tally(worker, outcome)
     return worker
@@ -236,6 +247,7 @@ def _summarise(config: _Config, workers: list[_Worker], seconds: float) -> RunRe
     )
     result.placed = sum(len(w.placed) for w in workers)
     result.no_valid_host = sum(w.refused for w in workers)
+    result.placement_errors = sum(w.errors for w in workers)
     result.placements_per_second = round(result.placed / seconds, 1)
     result.latency_p50_ms = round(statistics.median(latencies) * 1000, 1)
     result.latency_p95_ms = round(latencies[int(0.95 * (len(latencies) - 1))] * 1000, 1)
@@ -247,13 +259,15 @@ def _summarise(config: _Config, workers: list[_Worker], seconds: float) -> RunRe
     return result
 
 
-def _bench_hosts(server: infra.Server, configs: list[_Config]) -> list[RunResult]:
+def _bench_hosts(
+    server: infra.Server, configs: list[_Config], vcpus: int | None
+) -> list[RunResult]:
     hosts = configs[0].hosts
 
     async def run_all() -> list[RunResult]:
         async with httpx.AsyncClient(base_url=server.url, headers=HEADERS, timeout=60) as http:
             started = time.perf_counter()
-            await _create_hosts(http, hosts, random.Random(hosts))
+            await _create_hosts(http, hosts, random.Random(hosts), vcpus)
             print(f"  {hosts} hosts created in {time.perf_counter() - started:.1f}s", flush=True)
         engine = create_engine(server.database_url)
         results = []
@@ -273,7 +287,8 @@ def _print(result: RunResult) -> None:
     status = "ok" if result.verified else "FAILED VERIFICATION"
     print(
         f"  K={result.schedulers:<3}{_mode(result)} x{result.per_request} placed {result.placed}/"
-        f"{result.requested} ({result.no_valid_host} no valid host) in {result.seconds:.1f}s: "
+        f"{result.requested} ({result.no_valid_host} no valid host, {result.placement_errors} "
+        f"Placement errors) in {result.seconds:.1f}s: "
         f"{result.placements_per_second}/s, p50 {result.latency_p50_ms} ms, "
         f"p95 {result.latency_p95_ms} ms, conflicts {result.conflicts}/{result.claims}, "
         f"reads {result.candidate_reads}/{result.decisions}, CPU ms/placement scheduler "
@@ -289,6 +304,11 @@ def _mode(result: RunResult) -> str:
     return " shared" if result.shared else ""
 
 
+def _failures(result: RunResult) -> str:
+    refused, errors = result.no_valid_host, result.placement_errors
+    return f" ({refused} no valid host, {errors} errors)" if refused or errors else ""
+
+
 def markdown(results: list[RunResult]) -> str:
     lines = [
         "| backend | hosts | K | instances/request | placed | placements/s | p50 ms | p95 ms "
@@ -297,7 +317,8 @@ def markdown(results: list[RunResult]) -> str:
     ]
     for r in results:
         lines.append(
-            f"| {r.backend} | {r.hosts} | {r.schedulers}{_mode(r)} | {r.per_request} | {r.placed} "
+            f"| {r.backend} | {r.hosts} | {r.schedulers}{_mode(r)} | {r.per_request} "
+            f"| {r.placed}{_failures(r)} "
             f"| {r.placements_per_second} | {r.latency_p50_ms} | {r.latency_p95_ms} "
             f"| {r.conflict_rate:.1%} ({r.conflicts}/{r.claims}) "
             f"| {r.candidate_reads}/{r.decisions} "
@@ -317,6 +338,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--api-workers", type=int, default=1, help="placement-api --workers.")
     parser.add_argument("--max-seconds", type=float, default=120, help="Time cap per run.")
     parser.add_argument("--cache-seconds", type=float, help="Scheduler host_cache_seconds.")
+    parser.add_argument("--host-vcpus", type=int, help="Small hosts: this many VCPU each.")
     parser.add_argument(
         "--shared",
         action="store_true",
@@ -349,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
                 server = stack.enter_context(
                     infra.placement(backend, Path(scratch), args.api_workers)
                 )
-                results.extend(_bench_hosts(server, configs))
+                results.extend(_bench_hosts(server, configs, args.host_vcpus))
     print(markdown(results))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,9 @@ MICROVERSION = "1.39"
 CONFLICT = 409
 # A 409 with this code lost a generation race; without it, the claim did not fit.
 CONCURRENT_UPDATE = "placement.concurrent_update"
+# Idle connections are dropped before servers drop them (uvicorn: after 5 s), so a
+# claim is never sent on a connection being closed: its outcome would be unknown.
+KEEPALIVE_SECONDS = 3.0
 
 
 class PlacementError(Exception):
@@ -111,7 +114,9 @@ class PlacementClient:
             },
             timeout=timeout,
             transport=transport,
-            limits=httpx.Limits(max_connections=max_connections),
+            limits=httpx.Limits(
+                max_connections=max_connections, keepalive_expiry=KEEPALIVE_SECONDS
+            ),
         )
         self.base_url = base_url
 

@@ -5,7 +5,9 @@ computed in memory from state read earlier. Each distinct candidates query
 (the request's *shape*: amounts, traits, aggregates, tree, limit) keeps the
 host states built from its last answer, and reads Placement again when
 
-- the answer is older than ``ttl`` seconds (``host_cache_seconds``);
+- the answer is older than its lifetime: ``ttl`` seconds
+  (``host_cache_seconds``) less up to a fifth at random, so schedulers that
+  started together do not all read again at the same moment;
 - Placement refused a claim (409) on one of its hosts: this scheduler's view
   of that host was stale, so the host is left out of every answer read
   before the refusal, and the next decision of that shape reads again;
@@ -23,6 +25,7 @@ fits, so a stale cache costs a retry on the next host, never an overcommit.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -34,6 +37,7 @@ from scheduler.host_state import HostState, UsageBook, build_hosts, requests_by_
 
 Shape = tuple[tuple[str, str], ...]
 Clock = Callable[[], float]
+JITTER = 0.2
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class _Entry:
     allocation_requests: int
     read: int
     fetched_at: float
+    expires_at: float
     uuids: frozenset[str] = field(default_factory=frozenset)
     stale: bool = False
 
@@ -66,12 +71,14 @@ class HostCache:
         ttl: float,
         shapes: int,
         clock: Clock = time.monotonic,
+        rng: random.Random | None = None,
     ) -> None:
         self._client = client
         self._directory = directory
         self._ttl = ttl
         self._shapes = shapes
         self._clock = clock
+        self._rng = rng or random.Random()
         self._book = UsageBook({})
         self._entries: OrderedDict[Shape, _Entry] = OrderedDict()
         self._reading: dict[Shape, asyncio.Lock] = {}
@@ -117,7 +124,7 @@ class HostCache:
             entry.stale = True
 
     def _usable(self, entry: _Entry | None, read_after: int | None) -> bool:
-        if entry is None or entry.stale or self._clock() - entry.fetched_at > self._ttl:
+        if entry is None or entry.stale or self._clock() > entry.expires_at:
             return False
         return read_after is None or entry.read > read_after
 
@@ -134,6 +141,7 @@ class HostCache:
             allocation_requests=len(response.allocation_requests),
             read=read,
             fetched_at=started,
+            expires_at=started + self._ttl * (1 - JITTER * self._rng.random()),
             uuids=frozenset(by_host),
         )
         self._entries[shape] = entry

@@ -22,6 +22,9 @@ BENCHMARKS: dict[str, list[str]] = {
         "--backend=postgresql",
         "--hosts=1000,5000",
         "--schedulers=1,4,16",
+        "--instances=600",
+        "--per-request=1,10",
+        "--shared",
     ],
 }
 

@@ -12,7 +12,8 @@ Python callers (allocation writes, on rows they have locked) use
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from sqlalchemy import ColumnElement, and_, or_
 
@@ -31,6 +32,32 @@ class InventoryLimits:
     @property
     def capacity(self) -> float:
         return (self.total - self.reserved) * self.allocation_ratio
+
+    @classmethod
+    def from_row(cls, row: Any) -> InventoryLimits:
+        """From a result row that selected ``LIMIT_COLUMNS``."""
+        return cls(
+            total=row.total,
+            reserved=row.reserved,
+            min_unit=row.min_unit,
+            max_unit=row.max_unit,
+            step_size=row.step_size,
+            allocation_ratio=row.allocation_ratio,
+        )
+
+    def column_values(self) -> dict[str, Any]:
+        """The ``inventories`` columns these limits are stored in."""
+        return asdict(self)
+
+
+LIMIT_COLUMNS = (
+    Inventory.total,
+    Inventory.reserved,
+    Inventory.min_unit,
+    Inventory.max_unit,
+    Inventory.step_size,
+    Inventory.allocation_ratio,
+)
 
 
 def fits(limits: InventoryLimits, used: int) -> bool:

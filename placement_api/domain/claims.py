@@ -35,7 +35,7 @@ from placement_api import errors
 from placement_api.db.models import Allocation, Inventory, ResourceProvider
 from placement_api.domain import consumers as consumer_rows
 from placement_api.domain import resource_classes
-from placement_api.domain.capacity import InventoryLimits, fits, unit_violation
+from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, fits, unit_violation
 from placement_api.domain.consumers import ConsumerClaim, ConsumerSet
 from placement_api.domain.generations import now
 
@@ -211,27 +211,14 @@ async def _inventory_slots(
             Inventory.id,
             Inventory.resource_provider_id,
             Inventory.resource_class_id,
-            Inventory.total,
-            Inventory.reserved,
-            Inventory.min_unit,
-            Inventory.max_unit,
-            Inventory.step_size,
-            Inventory.allocation_ratio,
             Inventory.used,
+            *LIMIT_COLUMNS,
         ).where(Inventory.resource_provider_id.in_(sorted(provider_ids)))
     )
     slots = {}
     for row in rows:
-        limits = InventoryLimits(
-            total=row.total,
-            reserved=row.reserved,
-            min_unit=row.min_unit,
-            max_unit=row.max_unit,
-            step_size=row.step_size,
-            allocation_ratio=row.allocation_ratio,
-        )
         slots[(row.resource_provider_id, row.resource_class_id)] = InventorySlot(
-            row.id, limits, row.used
+            row.id, InventoryLimits.from_row(row), row.used
         )
     return slots
 

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api import errors
 from placement_api.db.models import Inventory, ResourceClass
 from placement_api.domain import providers, resource_classes
-from placement_api.domain.capacity import InventoryLimits, fits
+from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, fits
 from placement_api.domain.generations import bump_provider_generation, now
 from placement_api.domain.providers import ProviderRecord
 from placement_api.rendering import newest
@@ -63,15 +63,10 @@ async def _load(
         select(
             Inventory.id,
             ResourceClass.name,
-            Inventory.total,
-            Inventory.reserved,
-            Inventory.min_unit,
-            Inventory.max_unit,
-            Inventory.step_size,
-            Inventory.allocation_ratio,
             Inventory.used,
             Inventory.created_at,
             Inventory.updated_at,
+            *LIMIT_COLUMNS,
         )
         .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
         .where(Inventory.resource_provider_id == provider_id)
@@ -84,14 +79,7 @@ async def _load(
         records[row.name] = InventoryRecord(
             id=row.id,
             resource_class=row.name,
-            limits=InventoryLimits(
-                total=row.total,
-                reserved=row.reserved,
-                min_unit=row.min_unit,
-                max_unit=row.max_unit,
-                step_size=row.step_size,
-                allocation_ratio=row.allocation_ratio,
-            ),
+            limits=InventoryLimits.from_row(row),
             used=row.used,
             created_at=row.created_at,
             updated_at=row.updated_at,
@@ -150,17 +138,6 @@ def _refuse_removal_in_use(prefix: str, uuid: str, records: Iterable[InventoryRe
         raise in_use_conflict(prefix, uuid, in_use)
 
 
-def _limit_values(limits: InventoryLimits) -> dict[str, object]:
-    return {
-        "total": limits.total,
-        "reserved": limits.reserved,
-        "min_unit": limits.min_unit,
-        "max_unit": limits.max_unit,
-        "step_size": limits.step_size,
-        "allocation_ratio": limits.allocation_ratio,
-    }
-
-
 async def insert_inventory(
     session: AsyncSession, provider_id: int, class_id: int, limits: InventoryLimits
 ) -> None:
@@ -171,7 +148,7 @@ async def insert_inventory(
             resource_class_id=class_id,
             used=0,
             created_at=now(),
-            **_limit_values(limits),
+            **limits.column_values(),
         )
     )
 
@@ -181,7 +158,7 @@ async def set_limits(session: AsyncSession, inventory_id: int, limits: Inventory
     await session.execute(
         update(Inventory)
         .where(Inventory.id == inventory_id)
-        .values(updated_at=now(), **_limit_values(limits))
+        .values(updated_at=now(), **limits.column_values())
     )
 
 

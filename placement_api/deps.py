@@ -60,6 +60,11 @@ class ApiRequest:
         """The JSON body; read after authorization so a denied caller learns nothing."""
         return await json_body(self.request)
 
+    def require(self, feature: str) -> None:
+        """A route that microversion ``feature`` introduced does not exist before it."""
+        if not self.version.has(feature):
+            raise errors.NotFound("The resource could not be found.")
+
     def authorize(self, rule: str, target: Mapping[str, object] | None = None) -> None:
         self.policy.authorize(rule, self.context, target)
 

@@ -7,7 +7,6 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from placement_api import errors
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import aggregates, providers
 from placement_api.microversion import Version
@@ -19,12 +18,6 @@ from placement_api.schemas.common import request_body
 router = APIRouter(tags=["aggregates"])
 
 _PATH = "/resource_providers/{uuid}/aggregates"
-
-
-def _require_aggregates(api: ApiDep) -> None:
-    """Before 1.1 these routes do not exist, whatever the method or body."""
-    if not api.version.has("aggregates"):
-        raise errors.NotFound("The resource could not be found.")
 
 
 def _render(version: Version, uuids: list[str], generation: int) -> Response:
@@ -41,7 +34,7 @@ def _render(version: Version, uuids: list[str], generation: int) -> Response:
     responses={200: {"model": schemas.ProviderAggregates}},
 )
 async def list_provider_aggregates(uuid: str, api: ApiDep, db: DbDep) -> Response:
-    _require_aggregates(api)
+    api.require("aggregates")
     api.authorize(policies.LIST)
     async with db.read() as session:
         provider = await providers.get(session, uuid)
@@ -60,7 +53,7 @@ async def list_provider_aggregates(uuid: str, api: ApiDep, db: DbDep) -> Respons
     ),
 )
 async def update_provider_aggregates(uuid: str, api: ApiDep, db: DbDep) -> Response:
-    _require_aggregates(api)
+    api.require("aggregates")
     api.authorize(policies.UPDATE)
     data = await api.body()
     async with db.write() as session:

@@ -8,7 +8,6 @@ import orjson
 from fastapi import APIRouter
 from starlette.responses import JSONResponse, Response
 
-from placement_api import errors
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.candidates.request import parse_request
@@ -143,8 +142,7 @@ def _provider_summaries(result: CandidatesResult, version: Version) -> dict[str,
     openapi_extra={"parameters": _PARAMETERS},
 )
 async def list_allocation_candidates(api: ApiDep, db: DbDep) -> Response:
-    if not api.version.has("allocation_candidates"):
-        raise errors.NotFound("The resource could not be found.")
+    api.require("allocation_candidates")
     api.authorize(policies.LIST)
     params = api.request.query_params
     load_query(schemas.query_schema(api.version), dict(params))

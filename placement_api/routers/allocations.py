@@ -158,8 +158,7 @@ async def delete_allocations(consumer_uuid: str, api: ApiDep, db: DbDep) -> Resp
     ),
 )
 async def manage_allocations(api: ApiDep, db: DbDep) -> Response:
-    if not api.version.has("allocations_post"):
-        raise errors.NotFound("The resource could not be found.")
+    api.require("allocations_post")
     api.authorize(policies.MANAGE)
     body = load_body(schemas.post_schema(api.version), await api.body())
     batch = [to_claim(parse_consumer_uuid(uuid), consumer) for uuid, consumer in body.root.items()]

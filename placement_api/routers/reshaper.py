@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from placement_api import errors
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import reshaper
 from placement_api.domain.claims import normalize_uuid
@@ -31,8 +30,7 @@ router = APIRouter(tags=["reshaper"])
     ),
 )
 async def reshape(api: ApiDep, db: DbDep) -> Response:
-    if not api.version.has("reshaper"):
-        raise errors.NotFound("The resource could not be found.")
+    api.require("reshaper")
     api.authorize(policies.RESHAPE)
     body = load_body(schemas.reshape_schema(api.version), await api.body())
     inventories = [

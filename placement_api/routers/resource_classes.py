@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from placement_api import errors
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import resource_classes
 from placement_api.policies import resource_class as policies
@@ -17,19 +16,13 @@ from placement_api.schemas.validation import load_body
 router = APIRouter(tags=["resource_classes"])
 
 
-def _require_resource_classes(api: ApiDep) -> None:
-    """Before 1.2 these routes do not exist, whatever the method or body."""
-    if not api.version.has("resource_classes"):
-        raise errors.NotFound("The resource could not be found.")
-
-
 @router.get(
     "/resource_classes",
     operation_id="listResourceClasses",
     responses={200: {"model": schemas.ResourceClassList}},
 )
 async def list_resource_classes(api: ApiDep, db: DbDep) -> Response:
-    _require_resource_classes(api)
+    api.require("resource_classes")
     api.authorize(policies.LIST)
     async with db.read() as session:
         records = await resource_classes.list_classes(session)
@@ -48,7 +41,7 @@ async def list_resource_classes(api: ApiDep, db: DbDep) -> Response:
     openapi_extra=request_body(schemas.ResourceClassCreate),
 )
 async def create_resource_class(api: ApiDep, db: DbDep) -> Response:
-    _require_resource_classes(api)
+    api.require("resource_classes")
     api.authorize(policies.CREATE)
     body = load_body(schemas.ResourceClassCreate, await api.body())
     async with db.write() as session:
@@ -62,7 +55,7 @@ async def create_resource_class(api: ApiDep, db: DbDep) -> Response:
     responses={200: {"model": schemas.ResourceClass}},
 )
 async def show_resource_class(name: str, api: ApiDep, db: DbDep) -> Response:
-    _require_resource_classes(api)
+    api.require("resource_classes")
     api.authorize(policies.SHOW)
     async with db.read() as session:
         record = await resource_classes.get(session, name)
@@ -85,7 +78,7 @@ async def show_resource_class(name: str, api: ApiDep, db: DbDep) -> Response:
     ),
 )
 async def update_resource_class(name: str, api: ApiDep, db: DbDep) -> Response:
-    _require_resource_classes(api)
+    api.require("resource_classes")
     api.authorize(policies.UPDATE)
     if api.version.has("resource_class_put_idempotent"):
         return await _ensure_resource_class(name, db)
@@ -106,7 +99,7 @@ async def _ensure_resource_class(name: str, db: DbDep) -> Response:
 
 @router.delete("/resource_classes/{name}", operation_id="deleteResourceClass", status_code=204)
 async def delete_resource_class(name: str, api: ApiDep, db: DbDep) -> Response:
-    _require_resource_classes(api)
+    api.require("resource_classes")
     api.authorize(policies.DELETE)
     async with db.write() as session:
         await resource_classes.delete_class(session, name)

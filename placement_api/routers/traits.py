@@ -9,7 +9,6 @@ from fastapi import APIRouter
 from starlette.datastructures import QueryParams
 from starlette.responses import Response
 
-from placement_api import errors
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import providers, traits
 from placement_api.domain.traits import ProviderTraitSet, TraitQuery
@@ -23,12 +22,6 @@ from placement_api.schemas.validation import load_body, load_query
 router = APIRouter(tags=["traits"])
 
 _PROVIDER_TRAITS = "/resource_providers/{uuid}/traits"
-
-
-def _require_traits(api: ApiDep) -> None:
-    """Before 1.6 these routes do not exist, whatever the method or body."""
-    if not api.version.has("traits"):
-        raise errors.NotFound("The resource could not be found.")
 
 
 def _bodyless(
@@ -68,7 +61,7 @@ def _render_provider_traits(trait_set: ProviderTraitSet) -> dict[str, Any]:
 
 @router.get("/traits", operation_id="listTraits", responses={200: {"model": schemas.TraitList}})
 async def list_traits(api: ApiDep, db: DbDep) -> Response:
-    _require_traits(api)
+    api.require("traits")
     api.authorize(policies.LIST)
     query = _trait_query(api.request.query_params)
     async with db.read() as session:
@@ -87,7 +80,7 @@ async def list_traits(api: ApiDep, db: DbDep) -> Response:
     responses={404: {"description": "No such trait."}},
 )
 async def show_trait(name: str, api: ApiDep, db: DbDep) -> Response:
-    _require_traits(api)
+    api.require("traits")
     api.authorize(policies.SHOW)
     async with db.read() as session:
         record = await traits.get_trait(session, name)
@@ -104,7 +97,7 @@ async def show_trait(name: str, api: ApiDep, db: DbDep) -> Response:
     },
 )
 async def create_trait(name: str, api: ApiDep, db: DbDep) -> Response:
-    _require_traits(api)
+    api.require("traits")
     api.authorize(policies.UPDATE)
     schemas.check_custom_trait_name(name)
     async with db.write() as session:
@@ -119,7 +112,7 @@ async def create_trait(name: str, api: ApiDep, db: DbDep) -> Response:
 
 @router.delete("/traits/{name}", operation_id="deleteTrait", status_code=204)
 async def delete_trait(name: str, api: ApiDep, db: DbDep) -> Response:
-    _require_traits(api)
+    api.require("traits")
     api.authorize(policies.DELETE)
     async with db.write() as session:
         await traits.delete_trait(session, name)
@@ -132,7 +125,7 @@ async def delete_trait(name: str, api: ApiDep, db: DbDep) -> Response:
     responses={200: {"model": schemas.ProviderTraits}},
 )
 async def list_provider_traits(uuid: str, api: ApiDep, db: DbDep) -> Response:
-    _require_traits(api)
+    api.require("traits")
     api.authorize(policies.PROVIDER_LIST)
     async with db.read() as session:
         # Upstream repeats the reason after the colon on this route.
@@ -152,7 +145,7 @@ async def list_provider_traits(uuid: str, api: ApiDep, db: DbDep) -> Response:
     openapi_extra=request_body(schemas.ProviderTraitsUpdate),
 )
 async def update_provider_traits(uuid: str, api: ApiDep, db: DbDep) -> Response:
-    _require_traits(api)
+    api.require("traits")
     api.authorize(policies.PROVIDER_UPDATE)
     body = load_body(schemas.ProviderTraitsUpdate, await api.body())
     async with db.write() as session:
@@ -167,7 +160,7 @@ async def update_provider_traits(uuid: str, api: ApiDep, db: DbDep) -> Response:
 
 @router.delete(_PROVIDER_TRAITS, operation_id="deleteResourceProviderTraits", status_code=204)
 async def delete_provider_traits(uuid: str, api: ApiDep, db: DbDep) -> Response:
-    _require_traits(api)
+    api.require("traits")
     api.authorize(policies.PROVIDER_DELETE)
     async with db.write() as session:
         provider = await providers.get(session, uuid)

@@ -7,7 +7,6 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from placement_api import errors
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import providers, usages
 from placement_api.policies import usage as policies
@@ -40,8 +39,7 @@ async def show_provider_usages(uuid: str, api: ApiDep, db: DbDep) -> Response:
     responses={200: {"model": schemas.TotalUsages}},
 )
 async def show_total_usages(api: ApiDep, db: DbDep) -> Response:
-    if not api.version.has("usages_by_project"):
-        raise errors.NotFound("The resource could not be found.")
+    api.require("usages_by_project")
     params = api.request.query_params
     # The target is the project asked about, so a project reader may see its own totals.
     api.authorize(policies.TOTAL_USAGES, {"project_id": params.get("project_id")})

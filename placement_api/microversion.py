@@ -26,9 +26,6 @@ class Version(NamedTuple):
     def has(self, feature: str) -> bool:
         return self >= FEATURES[feature]
 
-    def at_least(self, major: int, minor: int) -> bool:
-        return self >= (major, minor)
-
 
 MIN_VERSION = Version(1, 0)
 MAX_VERSION = Version(1, 39)

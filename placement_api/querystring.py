@@ -11,8 +11,6 @@ from __future__ import annotations
 import uuid as uuidlib
 from dataclasses import dataclass, field
 
-from starlette.datastructures import QueryParams
-
 from placement_api import errors
 from placement_api.microversion import Version
 
@@ -20,19 +18,6 @@ _RESOURCES_FORM = (
     "Badly formed resources parameter. Expected resources query string parameter in form: "
     "?resources=VCPU:2,MEMORY_MB:1024. Got: {got}."
 )
-
-
-def single_values(params: QueryParams) -> dict[str, str]:
-    """The query as a dict, refusing keys given more than once."""
-    result: dict[str, str] = {}
-    for key, value in params.multi_items():
-        if key in result:
-            raise errors.BadRequest(
-                f"Query parameter '{key}' may be specified only once.",
-                code=errors.QUERY_DUPLICATE_KEY,
-            )
-        result[key] = value
-    return result
 
 
 def parse_resources(text: str) -> dict[str, int]:

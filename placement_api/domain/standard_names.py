@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import os_resource_classes
 import os_traits
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,15 +22,6 @@ def standard_traits() -> list[str]:
 
 def is_standard_resource_class(name: str) -> bool:
     return name in os_resource_classes.STANDARDS
-
-
-@cache
-def _standard_trait_set() -> frozenset[str]:
-    return frozenset(os_traits.get_traits())
-
-
-def is_standard_trait(name: str) -> bool:
-    return name in _standard_trait_set()
 
 
 async def sync_standard_names(session: AsyncSession) -> None:

@@ -163,17 +163,6 @@ def put_schema(version: Version) -> type[PutShape]:
     return AllocationsPut
 
 
-def consumer_schema(version: Version) -> type[ConsumerAllocations1_13]:
-    """The shape of one consumer in POST /allocations and POST /reshaper."""
-    if version.has("consumer_types"):
-        return ConsumerAllocations1_38
-    if version.has("candidates_mappings"):
-        return ConsumerAllocations1_34
-    if version.has("consumer_generation"):
-        return ConsumerAllocations1_28
-    return ConsumerAllocations1_13
-
-
 def _by_consumer(model: type[ConsumerAllocations1_13], min_properties: int) -> WithJsonSchema:
     return keyed_object(UUID_KEY_PATTERN, model.model_json_schema(), min_properties=min_properties)
 

@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 RESOURCE_CLASS_PATTERN = r"^[A-Z0-9_]+$"
 CUSTOM_RESOURCE_CLASS_PATTERN = r"^CUSTOM_[A-Z0-9_]+$"
-TRAIT_PATTERN = r"^[A-Z0-9_]+$"
 MAX_INT = 2147483647
 
 Uuid = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})]
@@ -22,7 +21,6 @@ NullableUuid = Annotated[
 ]
 ProviderName = Annotated[str, Field(min_length=1, max_length=200)]
 ResourceClassName = Annotated[str, Field(pattern=RESOURCE_CLASS_PATTERN, max_length=255)]
-Generation = Annotated[int, Field(ge=0)]
 
 
 class RequestModel(BaseModel):

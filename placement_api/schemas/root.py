@@ -5,11 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from placement_api.microversion import Version
-
-
-class Link(BaseModel):
-    rel: str
-    href: str
+from placement_api.schemas.common import Link
 
 
 class VersionEntry(BaseModel):

@@ -28,13 +28,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from sqlalchemy import Table, bindparam, delete, insert, select, update
+from sqlalchemy import Table, bindparam, delete, insert, literal, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
-from placement_api.db.models import Allocation, Inventory, ResourceProvider
+from placement_api.db.models import Allocation, Inventory, ResourceClass, ResourceProvider
 from placement_api.domain import consumers as consumer_rows
-from placement_api.domain import resource_classes
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, fits, unit_violation
 from placement_api.domain.consumers import ConsumerClaim, ConsumerSet
 from placement_api.domain.generations import now
@@ -111,27 +110,36 @@ def _conflict(detail: str) -> errors.Conflict:
     )
 
 
-async def _class_ids(
+async def _resolve_names(
     session: AsyncSession, claims: Sequence[ConsumerClaim], failure: str
-) -> dict[str, int]:
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Ids of the classes and providers the claims name, in one statement.
+
+    Unknown classes are reported before missing providers.
+    """
     names = {name for claim in claims for amounts in claim.allocations.values() for name in amounts}
-    found = await resource_classes.ids_by_name(session, names)
-    unknown = sorted(names - found.keys())
+    uuids = {uuid for claim in claims for uuid in claim.allocations}
+    if not uuids:
+        return {}, {}
+    lookup = union_all(
+        select(
+            literal(True).label("is_class"), ResourceClass.name.label("key"), ResourceClass.id
+        ).where(ResourceClass.name.in_(sorted(names))),
+        select(literal(False), ResourceProvider.uuid, ResourceProvider.id).where(
+            ResourceProvider.uuid.in_(sorted(uuids))
+        ),
+    )
+    class_ids: dict[str, int] = {}
+    provider_ids: dict[str, int] = {}
+    for is_class, key, row_id in await session.execute(lookup):
+        (class_ids if is_class else provider_ids)[key] = row_id
+    unknown = sorted(names - class_ids.keys())
     if unknown:
         raise errors.BadRequest(f"{failure}: No such resource class {unknown[0]}.")
-    return found
-
-
-async def _provider_ids(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> dict[str, int]:
-    uuids = {uuid for claim in claims for uuid in claim.allocations}
-    rows = await session.execute(
-        select(ResourceProvider.uuid, ResourceProvider.id).where(ResourceProvider.uuid.in_(uuids))
-    )
-    found = dict(rows.all())
     for uuid in sorted(uuids):
-        if uuid not in found:
+        if uuid not in provider_ids:
             raise _missing_provider(uuid)
-    return found
+    return class_ids, provider_ids
 
 
 async def _held_rows(session: AsyncSession, consumer_ids: list[int]) -> list[Row]:
@@ -164,10 +172,10 @@ async def prepare(
     ``failure`` starts the message of an unknown-class error.
     """
     _refuse_repeated_consumers(claims)
-    class_ids = await _class_ids(session, claims, failure)
-    provider_ids = await _provider_ids(session, claims)
+    class_ids, provider_ids = await _resolve_names(session, claims, failure)
     consumers = await consumer_rows.lock(session, claims)
-    held = await _held_rows(session, consumers.ids())
+    # Consumers this transaction created cannot hold anything yet.
+    held = [] if consumers.all_created() else await _held_rows(session, consumers.ids())
     return ClaimPlan(claims, consumers, provider_ids, class_ids, held)
 
 
@@ -182,23 +190,28 @@ async def lock_providers(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    query = (
-        select(ResourceProvider.id, ResourceProvider.generation)
+    in_order = (
+        select(ResourceProvider.id)
         .where(ResourceProvider.id.in_(wanted))
         .order_by(ResourceProvider.id)
         .with_for_update()
     )
-    generations = dict((await session.execute(query)).all())
+    if bump:
+        # The subquery takes the row locks in id order; the update then only
+        # touches rows this transaction holds.
+        bumped = (
+            update(ResourceProvider)
+            .where(ResourceProvider.id.in_(in_order.scalar_subquery()))
+            .values(generation=ResourceProvider.generation + 1, updated_at=now())
+            .returning(ResourceProvider.id, ResourceProvider.generation)
+        )
+        rows = await session.execute(bumped)
+    else:
+        rows = await session.execute(in_order.add_columns(ResourceProvider.generation))
+    generations: dict[int, int] = dict(rows.all())
     for provider_id in wanted:
         if provider_id not in generations:
             raise _missing_provider((names or {}).get(provider_id, str(provider_id)))
-    if bump:
-        await session.execute(
-            update(ResourceProvider)
-            .where(ResourceProvider.id.in_(wanted))
-            .values(generation=ResourceProvider.generation + 1, updated_at=now())
-        )
-        generations = {key: value + 1 for key, value in generations.items()}
     return generations
 
 

@@ -11,11 +11,11 @@ Writers take locks in one global order — consumer types, projects and users
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, literal, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
@@ -58,10 +58,15 @@ class ConsumerClaim:
 
 @dataclass(frozen=True)
 class LockedConsumer:
-    """A consumer row this transaction holds the lock of (``id`` None: absent)."""
+    """A consumer row this transaction holds the lock of (``id`` None: absent).
+
+    ``created``: inserted by this transaction, so it holds no allocations yet
+    and its generation and owners are already final.
+    """
 
     uuid: str
     id: int | None
+    created: bool = False
 
 
 @dataclass
@@ -76,6 +81,9 @@ class ConsumerSet:
     def ids(self) -> list[int]:
         return [c.id for c in self.by_uuid.values() if c.id is not None]
 
+    def all_created(self) -> bool:
+        return all(c.created for c in self.by_uuid.values())
+
 
 def _generation_conflict(expected: int | None, given: int | None) -> errors.ConcurrentUpdate:
     wanted = "null" if expected is None else str(expected)
@@ -85,33 +93,49 @@ def _generation_conflict(expected: int | None, given: int | None) -> errors.Conc
     )
 
 
-async def _ids_by_name(
-    session: AsyncSession, model: Any, column: InstrumentedAttribute[str], names: Iterable[str]
-) -> dict[str, int]:
-    """Ids of the rows named ``names``, inserting the missing ones (race-safe)."""
-    wanted = sorted(set(names))
-    if not wanted:
-        return {}
-    query = select(column, model.id).where(column.in_(wanted))
-    found: dict[str, int] = dict((await session.execute(query)).all())
-    missing = [name for name in wanted if name not in found]
-    if missing:
-        rows = [{column.key: name} for name in missing]
-        await insert_ignoring_duplicates(session, model.__table__, rows)
-        found = dict((await session.execute(query)).all())
+# kind -> (table, name column): the owners a consumer names, looked up by name.
+_OWNER_TABLES: dict[str, tuple[Any, InstrumentedAttribute[str]]] = {
+    "type": (ConsumerType, ConsumerType.name),
+    "project": (Project, Project.external_id),
+    "user": (User, User.external_id),
+}
+
+
+async def _find_owners(
+    session: AsyncSession, wanted: dict[str, set[str]]
+) -> dict[str, dict[str, int]]:
+    """Ids by name of each kind's named rows, in one statement for all kinds."""
+    parts = [
+        select(literal(kind).label("kind"), column.label("name"), model.id).where(
+            column.in_(sorted(wanted[kind]))
+        )
+        for kind, (model, column) in _OWNER_TABLES.items()
+        if wanted[kind]
+    ]
+    found: dict[str, dict[str, int]] = {kind: {} for kind in _OWNER_TABLES}
+    if not parts:
+        return found
+    for kind, name, row_id in await session.execute(union_all(*parts)):
+        found[kind][name] = row_id
     return found
 
 
 async def _owner_ids(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> ConsumerSet:
+    """Ids of the types, projects and users the claims name, inserting missing ones (race-safe)."""
     writing = [claim for claim in claims if claim.allocations]
-    projects = {claim.project_id or INCOMPLETE_PROJECT_ID for claim in writing}
-    users = {claim.user_id or INCOMPLETE_USER_ID for claim in writing}
-    types = {claim.consumer_type for claim in writing if claim.consumer_type}
-    return ConsumerSet(
-        types=await _ids_by_name(session, ConsumerType, ConsumerType.name, types),
-        projects=await _ids_by_name(session, Project, Project.external_id, projects),
-        users=await _ids_by_name(session, User, User.external_id, users),
-    )
+    wanted = {
+        "type": {claim.consumer_type for claim in writing if claim.consumer_type},
+        "project": {claim.project_id or INCOMPLETE_PROJECT_ID for claim in writing},
+        "user": {claim.user_id or INCOMPLETE_USER_ID for claim in writing},
+    }
+    found = await _find_owners(session, wanted)
+    missing = {kind: names - found[kind].keys() for kind, names in wanted.items()}
+    if any(missing.values()):
+        for kind, (model, column) in _OWNER_TABLES.items():
+            rows = [{column.key: name} for name in sorted(missing[kind])]
+            await insert_ignoring_duplicates(session, model.__table__, rows)
+        found = await _find_owners(session, wanted)
+    return ConsumerSet(types=found["type"], projects=found["project"], users=found["user"])
 
 
 def _check_generation(claim: ConsumerClaim, current: int | None) -> None:
@@ -128,13 +152,15 @@ async def _lock_row(session: AsyncSession, uuid: str) -> tuple[int, int] | None:
 async def _insert_if_absent(
     session: AsyncSession, claim: ConsumerClaim, owners: ConsumerSet
 ) -> int | None:
-    """Insert the consumer; None when a concurrent request inserted it first."""
+    """Insert the consumer as ``settle`` would leave it (generation 1, the
+    claim's owners); None when the consumer exists already."""
     values = {
         "uuid": claim.uuid,
         "project_id": owners.projects[claim.project_id or INCOMPLETE_PROJECT_ID],
         "user_id": owners.users[claim.user_id or INCOMPLETE_USER_ID],
         "consumer_type_id": owners.types.get(claim.consumer_type or ""),
-        "generation": 0,
+        "generation": 1,
+        "updated_at": now(),
     }
     dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
     statement = (
@@ -149,7 +175,14 @@ async def _insert_if_absent(
 async def _lock_or_create(
     session: AsyncSession, claim: ConsumerClaim, owners: ConsumerSet
 ) -> LockedConsumer:
+    # A client that says "new consumer" is nearly always right: insert first
+    # and look for an existing row only when the insert finds one.
+    expects_new = bool(claim.allocations) and claim.check_generation and claim.generation is None
     for _ in range(_CREATE_ATTEMPTS):
+        if expects_new:
+            new_id = await _insert_if_absent(session, claim, owners)
+            if new_id is not None:
+                return LockedConsumer(claim.uuid, id=new_id, created=True)
         row = await _lock_row(session, claim.uuid)
         _check_generation(claim, row[1] if row else None)
         if row is not None:
@@ -158,7 +191,7 @@ async def _lock_or_create(
             return LockedConsumer(claim.uuid, id=None)
         new_id = await _insert_if_absent(session, claim, owners)
         if new_id is not None:
-            return LockedConsumer(claim.uuid, id=new_id)
+            return LockedConsumer(claim.uuid, id=new_id, created=True)
     raise errors.ConcurrentUpdate(
         f"consumer generation conflict - consumer {claim.uuid} was created and removed "
         "by concurrent requests; re-read it and retry",
@@ -170,7 +203,7 @@ async def lock(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> Consum
     """Lock (or create) every claimed consumer and check the generations given.
 
     A consumer that holds nothing and is given nothing is left absent. A new
-    consumer is inserted at generation 0; ``settle`` bumps it to 1.
+    consumer is inserted at generation 1, already settled.
     """
     consumers = await _owner_ids(session, claims)
     for claim in sorted(claims, key=lambda c: c.uuid):
@@ -193,11 +226,12 @@ async def settle(
     session: AsyncSession, claims: Sequence[ConsumerClaim], consumers: ConsumerSet
 ) -> None:
     """After the allocation rows are written: bump the generation (and owner)
-    of each consumer that still holds something, remove those that do not."""
+    of each consumer that still holds something, remove those that do not.
+    Consumers this transaction created are settled already."""
     emptied = []
     for claim in claims:
         consumer = consumers.by_uuid[claim.uuid]
-        if consumer.id is None:
+        if consumer.id is None or consumer.created:
             continue
         if not claim.allocations:
             emptied.append(consumer.id)

@@ -14,8 +14,7 @@ from pydantic import ConfigDict, Field, WithJsonSchema
 from pydantic.config import JsonDict
 
 from placement_api.domain.candidates.request import NAMED_SUFFIX, NUMBERED_SUFFIX
-from placement_api.microversion import Version
-from placement_api.schemas.common import RequestModel, ResponseModel
+from placement_api.schemas.common import RequestModel, ResponseModel, VersionedShape
 
 Limit = Annotated[
     str, WithJsonSchema({"type": "string", "pattern": "^[1-9][0-9]*$", "minLength": 1})
@@ -82,23 +81,19 @@ class CandidatesQuery1_36(CandidatesQuery1_35):
     same_subtree: str | None = None
 
 
-_QUERY_MODELS: tuple[tuple[str, type[RequestModel]], ...] = (
-    ("same_subtree", CandidatesQuery1_36),
-    ("root_required", CandidatesQuery1_35),
-    ("string_group_suffixes", CandidatesQuery1_33),
-    ("candidates_in_tree", CandidatesQuery1_31),
-    ("granular_groups", CandidatesQuery1_25),
-    ("candidates_member_of", CandidatesQuery1_21),
-    ("candidates_required", CandidatesQuery1_17),
-    ("candidates_limit", CandidatesQuery1_16),
+query_schema = VersionedShape[type[RequestModel]](
+    CandidatesQuery,
+    (
+        ("same_subtree", CandidatesQuery1_36),
+        ("root_required", CandidatesQuery1_35),
+        ("string_group_suffixes", CandidatesQuery1_33),
+        ("candidates_in_tree", CandidatesQuery1_31),
+        ("granular_groups", CandidatesQuery1_25),
+        ("candidates_member_of", CandidatesQuery1_21),
+        ("candidates_required", CandidatesQuery1_17),
+        ("candidates_limit", CandidatesQuery1_16),
+    ),
 )
-
-
-def query_schema(version: Version) -> type[RequestModel]:
-    for feature, model in _QUERY_MODELS:
-        if version.has(feature):
-            return model
-    return CandidatesQuery
 
 
 class Resources(ResponseModel):

@@ -11,12 +11,12 @@ from typing import Annotated, Any
 
 from pydantic import Field, RootModel, WithJsonSchema
 
-from placement_api.microversion import Version
 from placement_api.schemas.common import (
     RESOURCE_CLASS_PATTERN,
     RequestModel,
     ResponseModel,
     Uuid,
+    VersionedShape,
 )
 
 # Placement's keys are loose: 36 characters of hex digits and dashes.
@@ -149,18 +149,16 @@ AllocationsPut1_38 = ConsumerAllocations1_38
 PutShape = AllocationsPut | AllocationsPut1_12 | ConsumerAllocations1_13
 
 
-def put_schema(version: Version) -> type[PutShape]:
-    if version.has("consumer_types"):
-        return AllocationsPut1_38
-    if version.has("candidates_mappings"):
-        return AllocationsPut1_34
-    if version.has("consumer_generation"):
-        return AllocationsPut1_28
-    if version.has("allocations_dict_format"):
-        return AllocationsPut1_12
-    if version.has("allocations_require_project_user"):
-        return AllocationsPut1_8
-    return AllocationsPut
+put_schema = VersionedShape[type[PutShape]](
+    AllocationsPut,
+    (
+        ("consumer_types", AllocationsPut1_38),
+        ("candidates_mappings", AllocationsPut1_34),
+        ("consumer_generation", AllocationsPut1_28),
+        ("allocations_dict_format", AllocationsPut1_12),
+        ("allocations_require_project_user", AllocationsPut1_8),
+    ),
+)
 
 
 def _by_consumer(model: type[ConsumerAllocations1_13], min_properties: int) -> WithJsonSchema:
@@ -188,14 +186,14 @@ class AllocationsPost1_38(RootModel[dict[str, ConsumerAllocations1_38]]):
 PostShape = AllocationsPost | AllocationsPost1_28 | AllocationsPost1_34 | AllocationsPost1_38
 
 
-def post_schema(version: Version) -> type[PostShape]:
-    if version.has("consumer_types"):
-        return AllocationsPost1_38
-    if version.has("candidates_mappings"):
-        return AllocationsPost1_34
-    if version.has("consumer_generation"):
-        return AllocationsPost1_28
-    return AllocationsPost
+post_schema = VersionedShape[type[PostShape]](
+    AllocationsPost,
+    (
+        ("consumer_types", AllocationsPost1_38),
+        ("candidates_mappings", AllocationsPost1_34),
+        ("consumer_generation", AllocationsPost1_28),
+    ),
+)
 
 
 class ProviderShare(ResponseModel):

@@ -7,9 +7,16 @@ messages, so constraints are spelled as plain ``pattern``/``maxLength``/
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+if TYPE_CHECKING:
+    from placement_api.microversion import Version
+
+ShapeT = TypeVar("ShapeT")
 
 RESOURCE_CLASS_PATTERN = r"^[A-Z0-9_]+$"
 CUSTOM_RESOURCE_CLASS_PATTERN = r"^CUSTOM_[A-Z0-9_]+$"
@@ -69,3 +76,18 @@ def request_body(*models: type[BaseModel], description: str = "") -> dict[str, A
     if description:
         body["description"] = description
     return {"requestBody": body}
+
+
+@dataclass(frozen=True)
+class VersionedShape(Generic[ShapeT]):
+    """The request model a microversion takes: the first of ``newer`` (newest
+    first) whose feature the version has, else ``oldest``."""
+
+    oldest: ShapeT
+    newer: Sequence[tuple[str, ShapeT]] = ()
+
+    def __call__(self, version: Version) -> ShapeT:
+        for feature, shape in self.newer:
+            if version.has(feature):
+                return shape
+        return self.oldest

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from placement_api.microversion import Version
 from placement_api.schemas.allocations import (
     UUID_KEY_PATTERN,
     ConsumerAllocations1_28,
@@ -12,7 +11,7 @@ from placement_api.schemas.allocations import (
     ConsumerAllocations1_38,
     keyed_object,
 )
-from placement_api.schemas.common import RequestModel
+from placement_api.schemas.common import RequestModel, VersionedShape
 from placement_api.schemas.inventories import InventoriesReplace
 
 InventoriesByProvider = Annotated[
@@ -56,9 +55,6 @@ class Reshape1_38(Reshape):
     ]
 
 
-def reshape_schema(version: Version) -> type[Reshape]:
-    if version.has("consumer_types"):
-        return Reshape1_38
-    if version.has("candidates_mappings"):
-        return Reshape1_34
-    return Reshape
+reshape_schema = VersionedShape[type[Reshape]](
+    Reshape, (("consumer_types", Reshape1_38), ("candidates_mappings", Reshape1_34))
+)

@@ -14,6 +14,7 @@ from placement_api.schemas.common import (
     RequestModel,
     ResponseModel,
     Uuid,
+    VersionedShape,
 )
 
 
@@ -73,16 +74,15 @@ class ProviderListQuery1_18(ProviderListQuery1_14):
     required: str | None = None
 
 
-def list_query_schema(version: Version) -> type[ProviderListQuery]:
-    if version.has("providers_required"):
-        return ProviderListQuery1_18
-    if version.has("nested_providers"):
-        return ProviderListQuery1_14
-    if version.has("resources_query"):
-        return ProviderListQuery1_4
-    if version.has("member_of_query"):
-        return ProviderListQuery1_3
-    return ProviderListQuery
+list_query_schema = VersionedShape[type[ProviderListQuery]](
+    ProviderListQuery,
+    (
+        ("providers_required", ProviderListQuery1_18),
+        ("nested_providers", ProviderListQuery1_14),
+        ("resources_query", ProviderListQuery1_4),
+        ("member_of_query", ProviderListQuery1_3),
+    ),
+)
 
 
 class Provider(ResponseModel):

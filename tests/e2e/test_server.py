@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -58,3 +59,16 @@ def test_request_id_is_echoed_only_when_well_formed(server: LiveServer) -> None:
     replaced = httpx.get(f"{server.url}/", headers={"x-openstack-request-id": "not-an-id"})
     assert replaced.headers["x-openstack-request-id"].startswith("req-")
     assert replaced.headers["x-openstack-request-id"] != "not-an-id"
+
+
+def test_serve_with_several_workers_writes_and_reads_one_database(tmp_path: Path) -> None:
+    database = tmp_path / "placement.sqlite"
+    with live_server(f"sqlite+aiosqlite:///{database}", workers=2) as running:
+        headers = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
+        for index in range(6):
+            created = httpx.post(
+                f"{running.url}/resource_providers", json={"name": f"rp-{index}"}, headers=headers
+            )
+            assert created.status_code == 200, created.text
+        listing = httpx.get(f"{running.url}/resource_providers", headers=headers)
+        assert len(listing.json()["resource_providers"]) == 6

@@ -29,7 +29,7 @@ class LiveServer:
 
 
 @contextmanager
-def live_server(database_url: str, **env: str) -> Iterator[LiveServer]:
+def live_server(database_url: str, *, workers: int = 1, **env: str) -> Iterator[LiveServer]:
     port = free_port()
     environment = dict(os.environ, PLACEMENT_DATABASE_URL=database_url, **env)
     process = subprocess.Popen(
@@ -42,6 +42,8 @@ def live_server(database_url: str, **env: str) -> Iterator[LiveServer]:
             str(port),
             "--log-level",
             "warning",
+            "--workers",
+            str(workers),
         ],
         env=environment,
         stdout=subprocess.DEVNULL,

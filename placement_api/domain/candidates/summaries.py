@@ -1,15 +1,20 @@
 """What the response says about each provider involved: capacity, usage, traits, tree.
 
-Loaded in bulk (three statements per batch of providers or trees), only for
-the providers the returned candidates involve.
+Loaded in bulk, only for the providers the returned candidates involve:
+their tree positions, traits and inventories. Class names come from the
+small class table rather than a join on every inventory row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import Row, Select, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
 
 from placement_api.db.models import (
     Inventory,
@@ -18,17 +23,31 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.fetching import fetch_all, id_batches, id_in
+from placement_api.domain.candidates.fetching import (
+    IdColumn,
+    Ts,
+    fetch_all,
+    id_batches,
+    id_in,
+)
+
+# When the summaries cover at least this share of all providers, PostgreSQL
+# reads the tables whole: planning a probe by an array of thousands of ids
+# costs more than reading (and skipping) the rows of the other providers.
+WHOLE_TABLE_SHARE = 0.5
+NO_TRAITS: tuple[str, ...] = ()
+
+Position = Row[int, str, int | None, int | None]
 
 
-@dataclass
+@dataclass(slots=True)
 class ProviderSummary:
     uuid: str
     parent_uuid: str | None
     root_uuid: str
     # Class name -> {"capacity": ..., "used": ...}, as the response shows it.
-    resources: dict[str, dict[str, int]] = field(default_factory=dict)
-    traits: list[str] = field(default_factory=list)
+    resources: dict[str, dict[str, int]]
+    traits: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -40,25 +59,63 @@ class SummaryScope:
     class_ids: frozenset[int] | None = None
     with_traits: bool = True
 
-    def condition(self, session: AsyncSession, batch: list[int]) -> ColumnElement[bool]:
-        column = ResourceProvider.root_provider_id if self.whole_trees else ResourceProvider.id
-        return id_in(session, column, batch)
+
+class _Reader:
+    """Reads rows of the providers in scope, probing by id or reading whole tables."""
+
+    def __init__(self, session: AsyncSession, estimated_providers: float) -> None:
+        self.session = session
+        self.estimated_providers = estimated_providers
+
+    def covers_most(self, count: int) -> bool:
+        return 0 < self.estimated_providers <= count / WHOLE_TABLE_SHARE
+
+    async def rows(
+        self, statement: Select[*Ts], column: IdColumn, ids: Collection[int]
+    ) -> Sequence[Row[*Ts]]:
+        """Rows whose ``column`` is in ``ids``, and maybe others: callers skip those."""
+        if self.covers_most(len(ids)):
+            return await fetch_all(self.session, statement)
+        batches = [
+            await fetch_all(self.session, statement.where(id_in(self.session, column, batch)))
+            for batch in id_batches(self.session, ids)
+        ]
+        return batches[0] if len(batches) == 1 else [row for rows in batches for row in rows]
 
 
-async def _providers(
-    session: AsyncSession, scope: SummaryScope, batch: list[int]
-) -> dict[int, tuple[str, int | None, int | None]]:
-    """Provider id -> (uuid, parent id, root id)."""
-    rows = await fetch_all(
-        session,
-        select(
-            ResourceProvider.id,
-            ResourceProvider.uuid,
-            ResourceProvider.parent_provider_id,
-            ResourceProvider.root_provider_id,
-        ).where(scope.condition(session, batch)),
+async def _estimated_providers(session: AsyncSession) -> float:
+    """PostgreSQL's estimate of the provider count; 0 where there is none."""
+    if session.get_bind().dialect.name != "postgresql":
+        return 0
+    estimate = await session.scalar(
+        text("SELECT reltuples FROM pg_class WHERE oid = 'resource_providers'::regclass")
     )
-    return {ident: (uuid, parent, root) for ident, uuid, parent, root in rows}
+    return float(estimate or 0)
+
+
+async def _names(
+    session: AsyncSession,
+    id_column: InstrumentedAttribute[int],
+    name_column: InstrumentedAttribute[str],
+) -> dict[int, str]:
+    return {ident: name for ident, name in await fetch_all(session, select(id_column, name_column))}
+
+
+async def _positions(reader: _Reader, scope: SummaryScope) -> list[Position]:
+    """(id, uuid, parent id, root id) of every provider in scope, by id."""
+    column = ResourceProvider.root_provider_id if scope.whole_trees else ResourceProvider.id
+    statement = select(
+        ResourceProvider.id,
+        ResourceProvider.uuid,
+        ResourceProvider.parent_provider_id,
+        ResourceProvider.root_provider_id,
+    ).order_by(ResourceProvider.id)
+    rows = await reader.rows(statement, column, scope.ids)
+    wanted = 3 if scope.whole_trees else 0
+    positions = [row for row in rows if row[wanted] in scope.ids]
+    # Batches of root ids each come in id order, but not together.
+    positions.sort(key=itemgetter(0))
+    return positions
 
 
 async def _uuids_of(session: AsyncSession, ids: set[int]) -> dict[int, str]:
@@ -74,67 +131,64 @@ async def _uuids_of(session: AsyncSession, ids: set[int]) -> dict[int, str]:
     return found
 
 
-async def _summaries(session: AsyncSession, scope: SummaryScope) -> dict[int, ProviderSummary]:
-    """Bare summaries (tree position only), parents and roots named by uuid."""
-    providers: dict[int, tuple[str, int | None, int | None]] = {}
-    for batch in id_batches(session, scope.ids):
-        providers.update(await _providers(session, scope, batch))
-    uuids = {ident: uuid for ident, (uuid, _, _) in providers.items()}
-    # Whole trees hold every parent and root; single providers may not.
-    related = {i for _, parent, root in providers.values() for i in (parent, root) if i}
-    if related - uuids.keys():
-        uuids.update(await _uuids_of(session, related - uuids.keys()))
-    return {
-        ident: ProviderSummary(
-            uuid=uuid,
-            parent_uuid=uuids[parent] if parent else None,
-            root_uuid=uuids[root or ident],
-        )
-        for ident, (uuid, parent, root) in sorted(providers.items())
-    }
+async def _add_traits(reader: _Reader, summaries: dict[int, ProviderSummary]) -> None:
+    rows = await reader.rows(
+        select(ProviderTrait.resource_provider_id, Trait.name)
+        .join(Trait, Trait.id == ProviderTrait.trait_id)
+        .order_by(ProviderTrait.trait_id),
+        ProviderTrait.resource_provider_id,
+        summaries.keys(),
+    )
+    grouped: dict[int, list[str]] = {}
+    for provider, name in rows:
+        if provider in summaries:
+            grouped.setdefault(provider, []).append(name)
+    for provider, traits in grouped.items():
+        summaries[provider].traits = tuple(traits)
 
 
 async def _add_resources(
-    session: AsyncSession, scope: SummaryScope, summaries: dict[int, ProviderSummary]
+    reader: _Reader, scope: SummaryScope, summaries: dict[int, ProviderSummary]
 ) -> None:
-    statement = (
-        select(
-            Inventory.resource_provider_id,
-            ResourceClass.name,
-            Inventory.total,
-            Inventory.reserved,
-            Inventory.allocation_ratio,
-            Inventory.used,
-        )
-        .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
-        .where(id_in(session, Inventory.resource_provider_id, list(summaries)))
-        .order_by(Inventory.resource_class_id)
-    )
+    statement = select(
+        Inventory.resource_provider_id,
+        Inventory.resource_class_id,
+        Inventory.total,
+        Inventory.reserved,
+        Inventory.allocation_ratio,
+        Inventory.used,
+    ).order_by(Inventory.resource_provider_id, Inventory.resource_class_id)
     if scope.class_ids is not None:
         statement = statement.where(Inventory.resource_class_id.in_(sorted(scope.class_ids)))
-    resources = {ident: summary.resources for ident, summary in summaries.items()}
-    for provider, name, total, reserved, ratio, used in await fetch_all(session, statement):
-        resources[provider][name] = {"capacity": int((total - reserved) * ratio), "used": used}
-
-
-async def _add_traits(session: AsyncSession, summaries: dict[int, ProviderSummary]) -> None:
-    rows = await fetch_all(
-        session,
-        select(ProviderTrait.resource_provider_id, Trait.name)
-        .join(Trait, Trait.id == ProviderTrait.trait_id)
-        .where(id_in(session, ProviderTrait.resource_provider_id, list(summaries)))
-        .order_by(Trait.id),
-    )
-    for provider, name in rows:
-        summaries[provider].traits.append(name)
+    rows = await reader.rows(statement, Inventory.resource_provider_id, summaries.keys())
+    # Read after the rows, so every class they name had been created; one
+    # deleted since (its inventories first) is skipped like them.
+    names = await _names(reader.session, ResourceClass.id, ResourceClass.name)
+    resources_of = {ident: summary.resources for ident, summary in summaries.items()}
+    for provider, class_id, total, reserved, ratio, used in rows:
+        resources = resources_of.get(provider)
+        name = names.get(class_id)
+        if resources is not None and name is not None:
+            resources[name] = {"capacity": int((total - reserved) * ratio), "used": used}
 
 
 async def load_summaries(session: AsyncSession, scope: SummaryScope) -> dict[int, ProviderSummary]:
     """Provider id -> summary, for every provider in the scope."""
-    summaries = await _summaries(session, scope)
-    for batch in id_batches(session, summaries):
-        found = {ident: summaries[ident] for ident in batch}
-        await _add_resources(session, scope, found)
-        if scope.with_traits:
-            await _add_traits(session, found)
+    reader = _Reader(session, await _estimated_providers(session))
+    positions = await _positions(reader, scope)
+    uuids = dict(map(itemgetter(0, 1), positions))
+    # Single providers may have parents and roots outside the scope.
+    related = chain(map(itemgetter(2), positions), map(itemgetter(3), positions))
+    outside: set[int] = {i for i in related if i is not None} - uuids.keys()
+    if outside:
+        uuids.update(await _uuids_of(session, outside))
+    summaries = {
+        ident: ProviderSummary(
+            uuid, uuids[parent] if parent else None, uuids[root or ident], {}, NO_TRAITS
+        )
+        for ident, uuid, parent, root in positions
+    }
+    if scope.with_traits:
+        await _add_traits(reader, summaries)
+    await _add_resources(reader, scope, summaries)
     return summaries

@@ -1,0 +1,106 @@
+"""Provider summaries of GET /allocation_candidates, whichever way they are read.
+
+With PostgreSQL's estimate of the provider count at hand (after ANALYZE),
+summaries of most providers come from whole-table reads and summaries of a
+few from probes by id; both must say the same. Layout: two hosts, each with
+a NUMA child holding the CPU and memory; a standalone disk provider "ss"
+shares through aggregate "a"; "idle" has inventory no request here uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from placement_api.db.engine import create_engine
+from placement_api.settings import Settings
+from tests.api.test_allocation_candidates import get_ok
+from tests.support.client import PlacementClient
+from tests.support.provider_trees import TreeBuilder
+
+NUMA = {
+    "VCPU": {"total": 8, "allocation_ratio": 4.0, "reserved": 1},
+    "MEMORY_MB": {"total": 4096, "allocation_ratio": 1.5},
+}
+REQUEST = "/allocation_candidates?resources=VCPU:1,MEMORY_MB:512"
+
+
+@pytest.fixture
+async def trees(api: PlacementClient, settings: Settings, backend: str) -> TreeBuilder:
+    tree = TreeBuilder(api)
+    for host in ("h1", "h2"):
+        await tree.provider(host, traits=["HW_CPU_X86_AVX2", "COMPUTE_NODE"], aggregates=["a"])
+        await tree.provider(f"{host}_numa", parent=host, inventory=NUMA, traits=["CUSTOM_NUMA"])
+    await tree.provider(
+        "ss",
+        inventory={"DISK_GB": {"total": 1000, "reserved": 100}},
+        traits=["MISC_SHARES_VIA_AGGREGATE"],
+        aggregates=["a"],
+    )
+    await tree.provider("idle", inventory={"CUSTOM_IDLE": 3})
+    await tree.allocate({"h1_numa": {"VCPU": 2, "MEMORY_MB": 1024}})
+    if backend == "postgresql":
+        engine = create_engine(settings.database_url)
+        try:
+            async with engine.begin() as connection:
+                await connection.execute(text("ANALYZE resource_providers"))
+        finally:
+            await engine.dispose()
+    return tree
+
+
+def by_name(tree: TreeBuilder, body: dict[str, Any]) -> dict[str, Any]:
+    return {tree.name_of(uuid): summary for uuid, summary in body["provider_summaries"].items()}
+
+
+async def test_summaries_of_every_tree_say_what_is_stored(
+    api: PlacementClient, trees: TreeBuilder
+) -> None:
+    summaries = by_name(trees, await get_ok(api, REQUEST + ",DISK_GB:10"))
+    assert set(summaries) == {"h1", "h1_numa", "h2", "h2_numa", "ss"}
+    assert summaries["h1_numa"] == {
+        "resources": {
+            "VCPU": {"capacity": 28, "used": 2},
+            "MEMORY_MB": {"capacity": 6144, "used": 1024},
+        },
+        "traits": ["CUSTOM_NUMA"],
+        "parent_provider_uuid": trees.uuids["h1"],
+        "root_provider_uuid": trees.uuids["h1"],
+    }
+    assert summaries["h2_numa"]["resources"]["VCPU"] == {"capacity": 28, "used": 0}
+    assert summaries["h1"] == {
+        "resources": {},
+        "traits": summaries["h1"]["traits"],
+        "parent_provider_uuid": None,
+        "root_provider_uuid": trees.uuids["h1"],
+    }
+    assert set(summaries["h1"]["traits"]) == {"HW_CPU_X86_AVX2", "COMPUTE_NODE"}
+    assert summaries["ss"] == {
+        "resources": {"DISK_GB": {"capacity": 900, "used": 0}},
+        "traits": ["MISC_SHARES_VIA_AGGREGATE"],
+        "parent_provider_uuid": None,
+        "root_provider_uuid": trees.uuids["ss"],
+    }
+
+
+async def test_summaries_of_a_few_match_summaries_of_all(
+    api: PlacementClient, trees: TreeBuilder
+) -> None:
+    everything = by_name(trees, await get_ok(api, REQUEST))
+    assert set(everything) == {"h1", "h1_numa", "h2", "h2_numa"}
+    few = by_name(trees, await get_ok(api, REQUEST + "&limit=1"))
+    assert len(few) == 2
+    assert few == {name: everything[name] for name in few}
+
+
+async def test_summaries_before_1_27_show_only_the_requested_classes(
+    api: PlacementClient, trees: TreeBuilder
+) -> None:
+    body = await get_ok(api, "/allocation_candidates?resources=VCPU:1", version="1.26")
+    summaries = by_name(trees, body)
+    assert summaries["h2_numa"] == {
+        "resources": {"VCPU": {"capacity": 28, "used": 0}},
+        "traits": ["CUSTOM_NUMA"],
+    }

@@ -61,3 +61,29 @@ def test_unsuffixed_sharing_needs_its_own_membership_for_member_of() -> None:
 def test_unsuffixed_in_tree_uses_no_sharing_provider_of_another_tree() -> None:
     rows = [(10, 10, VCPU), (50, 50, DISK)]
     assert unsuffixed_options(rows, [VCPU, DISK], SHARING, TreeRule(), in_tree=True) == {}
+
+
+def test_a_sharing_provider_joins_a_tree_s_list_in_provider_order() -> None:
+    low = SharingMap(providers=frozenset({5}), anchors={5: frozenset({5, 10})})
+    rows = [(10, 10, VCPU), (11, 10, DISK), (12, 10, DISK), (5, 5, DISK)]
+    assert unsuffixed_options(rows, [VCPU, DISK], low, TreeRule()) == {10: [[10], [5, 11, 12]]}
+    assert granular_options([(11, 10), (5, 5)], low, TreeRule()) == {5: [[5]], 10: [[5, 11]]}
+
+
+def test_unsuffixed_trees_served_by_sharing_providers_alone() -> None:
+    assert unsuffixed_options([(50, 50, DISK)], [DISK], SHARING, TreeRule()) == {
+        10: [[50]],
+        20: [[50]],
+        50: [[50]],
+    }
+
+
+def test_within_limits_the_trees_sharing_providers_serve() -> None:
+    rows = [(11, 10, DISK), (21, 20, DISK), (50, 50, DISK)]
+    assert granular_options([(11, 10), (50, 50)], SHARING, TreeRule(), within={10}) == {
+        10: [[11, 50]]
+    }
+    assert unsuffixed_options(rows, [DISK], SHARING, TreeRule(), within={10}) == {
+        10: [[11, 50]],
+        20: [[21]],
+    }

@@ -48,6 +48,38 @@ def test_unsuffixed_group_combines_providers_of_one_tree() -> None:
     assert found[0].mappings == {"": [10, 11]}
 
 
+def test_slots_on_one_provider_merge_their_amounts() -> None:
+    # NUMA children 11 and 12 both have VCPU and MEMORY.
+    plan = unsuffixed({VCPU: 1, MEMORY: 2}, {10: {VCPU: [11, 12], MEMORY: [11, 12]}})
+    found = search([plan], SearchRules(), [10])
+    assert allocations(found) == [
+        {11: {VCPU: 1, MEMORY: 2}},
+        {11: {VCPU: 1}, 12: {MEMORY: 2}},
+        {12: {VCPU: 1}, 11: {MEMORY: 2}},
+        {12: {VCPU: 1, MEMORY: 2}},
+    ]
+    assert [c.mappings for c in found] == [{"": [11]}, {"": [11, 12]}, {"": [12, 11]}, {"": [12]}]
+
+
+def test_groups_on_one_provider_add_up_their_amounts() -> None:
+    one = granular("1", {VCPU: 1}, {10: [10]})
+    two = granular("2", {VCPU: 2, MEMORY: 1}, {10: [10]})
+    (found,) = search([one, two], SearchRules(), [10])
+    assert found.allocations == {10: {VCPU: 3, MEMORY: 1}}
+    assert found.mappings == {"1": [10], "2": [10]}
+
+
+def test_unconstrained_combinations_match_the_checked_walk() -> None:
+    # Headroom on a provider no group can use: every combination is still
+    # checked, one slot at a time, and must give the same candidates.
+    plain = unsuffixed({VCPU: 1, DISK: 1}, {10: {VCPU: [10, 11], DISK: [11, 12]}})
+    one = granular("1", {MEMORY: 1}, {10: [10, 12]})
+    unchecked = search([plain, one], SearchRules(), [10])
+    checked = search([plain, one], SearchRules(headroom={(99, VCPU): 1}), [10])
+    assert len(unchecked) == 8
+    assert unchecked == checked
+
+
 def test_isolate_gives_each_granular_group_its_own_provider() -> None:
     one = granular("1", {VCPU: 1}, {10: [10, 11]})
     two = granular("2", {MEMORY: 1}, {10: [10, 11]})
@@ -154,6 +186,22 @@ def test_wide_tree_with_many_groups_only_builds_what_is_asked() -> None:
     every = search(plans, SearchRules(headroom=headroom), [1])
     assert len(every) == 40320  # 8!, each a distinct mapping of groups to children
     assert all(len(c.allocations) == 8 for c in every)
+
+
+def test_unconstrained_wide_tree_only_builds_what_is_asked() -> None:
+    # 8 groups over 8 children with nothing to check: 8**8 combinations, 5 built.
+    children = list(range(2, 10))
+    plans = [granular(str(i), {VF: 1}, {1: children}) for i in range(1, 9)]
+    found = search(plans, SearchRules(), [1], stop_after=5)
+    assert [c.mappings["8"] for c in found] == [[2], [3], [4], [5], [6]]
+
+
+def test_resourceless_group_on_a_provider_of_its_own_is_not_allocated() -> None:
+    marker = granular("nic", {}, {1: [2]})
+    vf = granular("vf", {VF: 1}, {1: [2, 3]})
+    found = search([marker, vf], SearchRules(), [1])
+    assert allocations(found) == [{2: {VF: 1}}, {3: {VF: 1}}]
+    assert [c.mappings for c in found] == [{"nic": [2], "vf": [2]}, {"nic": [2], "vf": [3]}]
 
 
 def test_shuffle_reorders_each_slot() -> None:

@@ -14,6 +14,9 @@ before its combinations are built:
 - ``same_subtree``: when the last group of the set is filled, one of its
   providers is an ancestor (or itself) of all the others.
 
+When a request has none of these rules to check, every combination is a
+candidate and the walk is a plain product of the slots' providers.
+
 The walk is a generator, so the caller stops it after ``limit`` candidates
 and nothing beyond them is ever enumerated.
 """
@@ -22,9 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import product
 from typing import NamedTuple
 
 Amounts = tuple[tuple[int, int], ...]
+# One provider per slot, in slot order.
+Combination = tuple[int, ...]
+# For a shape of combination: per provider allocated, the first slot it
+# fills and its merged amounts; per group, the slots of its distinct providers.
+_Held = tuple[tuple[int, dict[int, int]], ...]
+_Mapped = tuple[tuple[str, tuple[int, ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,7 @@ class GroupPlan:
     granular: bool
     # Per slot, the (class id, amount) pairs its provider supplies.
     slots: tuple[Amounts, ...]
-    # Anchor -> per slot, the providers that may fill it.
+    # Anchor -> one list per slot of the providers that may fill it.
     options: Mapping[int, Sequence[Sequence[int]]]
     # Unsuffixed group: trait-id sets its providers must cover between them.
     required: tuple[frozenset[int], ...] = ()
@@ -56,6 +66,7 @@ class SearchRules:
 
 class Candidate(NamedTuple):
     # A tuple, not a dataclass: searches build tens of thousands of these.
+    # The per-provider amount dicts are shared between candidates: read only.
     allocations: dict[int, dict[int, int]]
     mappings: dict[str, list[int]]
 
@@ -72,8 +83,6 @@ class Candidate(NamedTuple):
 @dataclass(frozen=True)
 class _Slot:
     suffix: str
-    options: Mapping[int, Sequence[Sequence[int]]]
-    position: int
     amounts: Amounts
     # The amounts of classes several groups ask for, summed against headroom.
     tracked: Amounts
@@ -84,6 +93,8 @@ class _Slot:
     closes: bool
     # A granular slot under group_policy=isolate: its provider serves no other.
     isolated: bool
+    # Taking a provider here must be checked (and undone) against the others.
+    held: bool
 
 
 def _slots(plans: Sequence[GroupPlan], rules: SearchRules) -> list[_Slot]:
@@ -100,20 +111,66 @@ def _slots(plans: Sequence[GroupPlan], rules: SearchRules) -> list[_Slot]:
     for plan in plans:
         for position, amounts in enumerate(plan.slots):
             last = position == len(plan.slots) - 1
+            tracked = tuple((c, a) for c, a in amounts if c in tracked_classes)
+            isolated = plan.granular and rules.isolate
             slots.append(
                 _Slot(
                     suffix=plan.suffix,
-                    options=plan.options,
-                    position=position,
                     amounts=amounts,
-                    tracked=tuple((c, a) for c, a in amounts if c in tracked_classes),
+                    tracked=tracked,
                     required=plan.required if last else (),
                     closes_subtrees=tuple(closing.get(len(slots), ())),
                     closes=bool(last and plan.required) or len(slots) in closing,
-                    isolated=plan.granular and rules.isolate,
+                    isolated=isolated,
+                    held=bool(tracked) or isolated or not rules.nested_aware,
                 )
             )
     return slots
+
+
+class _Shapes:
+    """Turns a combination into a candidate.
+
+    How the slots' amounts merge per provider, and which providers each
+    group maps to, depend only on which slots share a provider; that shape is
+    worked out once and reused by every combination of the same shape.
+    """
+
+    def __init__(self, slots: Sequence[_Slot]) -> None:
+        self.amounts = [slot.amounts for slot in slots]
+        spans: dict[str, list[int]] = {}
+        for index, slot in enumerate(slots):
+            spans.setdefault(slot.suffix, []).append(index)
+        self.groups = list(spans.items())
+        self.built: dict[Combination, tuple[_Held, _Mapped]] = {}
+
+    def candidate(self, chosen: Combination) -> Candidate:
+        # Per slot, the first slot with the same provider.
+        shape = tuple(map(chosen.index, chosen))
+        found = self.built.get(shape)
+        if found is None:
+            found = self.built[shape] = self._build(shape)
+        held, mapped = found
+        return Candidate(
+            {chosen[index]: amounts for index, amounts in held},
+            {suffix: [chosen[index] for index in indexes] for suffix, indexes in mapped},
+        )
+
+    def _build(self, shape: Combination) -> tuple[_Held, _Mapped]:
+        merged: dict[int, tuple[int, dict[int, int]]] = {}
+        for index, (first, amounts) in enumerate(zip(shape, self.amounts, strict=True)):
+            if not amounts:
+                continue
+            if first not in merged:
+                merged[first] = (index, {})
+            held = merged[first][1]
+            for class_id, amount in amounts:
+                held[class_id] = held.get(class_id, 0) + amount
+        mapped = tuple(
+            (suffix, tuple(dict.fromkeys(shape[i] for i in indexes)))
+            for suffix, indexes in self.groups
+        )
+        return tuple(merged.values()), mapped
 
 
 class _Walk:
@@ -127,7 +184,11 @@ class _Walk:
     ) -> None:
         self.rules = rules
         self.shuffle = shuffle
+        self.plan_options = [plan.options for plan in plans]
         self.slots = _slots(plans, rules)
+        # The slots with something to check, by level; with none, every
+        # combination is a candidate.
+        self.checked = [(i, slot) for i, slot in enumerate(self.slots) if slot.held or slot.closes]
         self.chosen = [0] * len(self.slots)
         self.usage: dict[tuple[int, int], int] = {}
         self.granular_holders: dict[int, int] = {}
@@ -135,70 +196,73 @@ class _Walk:
         self.group_slots: dict[str, list[int]] = {}
         for index, slot in enumerate(self.slots):
             self.group_slots.setdefault(slot.suffix, []).append(index)
-        self.slot_amounts = [slot.amounts for slot in self.slots]
-        # A group's slots are consecutive: (suffix, first, end) per group.
-        self.group_spans = [(s, i[0], i[-1] + 1) for s, i in self.group_slots.items()]
         self.ancestors: dict[int, frozenset[int]] = {}
 
-    def candidates(self, anchor: int) -> Iterator[Candidate]:
-        """Depth-first over the slots, with an explicit stack of option positions."""
-        choices: list[Sequence[int]] = []
-        for slot in self.slots:
-            providers = slot.options[anchor][slot.position]
-            if self.shuffle is not None:
-                providers = list(providers)
-                self.shuffle(providers)
-            choices.append(providers)
-        if all(len(providers) == 1 for providers in choices):
-            yield from self._only_choice(choices)
-            return
-        last = len(self.slots) - 1
-        next_option = [0] * len(self.slots)
-        holding = [False] * len(self.slots)
+    def combinations(self, anchor: int) -> Iterable[Combination]:
+        choices: list[Sequence[int]] = [
+            providers for options in self.plan_options for providers in options[anchor]
+        ]
+        if self.shuffle is not None:
+            for index, providers in enumerate(choices):
+                reordered = list(providers)
+                self.shuffle(reordered)
+                choices[index] = reordered
+        if not self.checked:
+            return product(*choices)
+        if max(map(len, choices)) == 1:
+            return self._only_choice(choices)
+        return self._walk(choices)
+
+    def _walk(self, choices: list[Sequence[int]]) -> Iterator[Combination]:
+        """Depth-first over the slots, with an explicit stack of option positions.
+
+        A level whose position is past zero holds the provider it last took.
+        """
+        slots, chosen = self.slots, self.chosen
+        last = len(slots) - 1
+        next_option = [0] * len(slots)
         level = 0
         while level >= 0:
-            if holding[level]:
-                self._release(self.slots[level], self.chosen[level])
-                holding[level] = False
-            if not self._advance(level, choices[level], next_option):
+            slot, options, position = slots[level], choices[level], next_option[level]
+            if position and slot.held:
+                self._release(slot, chosen[level])
+            while position < len(options):
+                provider = options[position]
+                position += 1
+                if slot.held and not self._take(slot, provider):
+                    continue
+                chosen[level] = provider
+                if not slot.closes or self._closing_rules_hold(slot):
+                    break
+                if slot.held:
+                    self._release(slot, provider)
+            else:
                 next_option[level] = 0
                 level -= 1
-            elif level == last:
-                holding[level] = True
-                yield self._candidate()
+                continue
+            next_option[level] = position
+            if level == last:
+                yield tuple(chosen)
             else:
-                holding[level] = True
                 level += 1
 
-    def _only_choice(self, choices: list[Sequence[int]]) -> Iterator[Candidate]:
+    def _only_choice(self, choices: list[Sequence[int]]) -> Iterator[Combination]:
         """The common case of one provider per slot (flat trees): no walk needed."""
-        taken = 0
+        chosen = self.chosen
+        chosen[:] = [providers[0] for providers in choices]
+        held: list[int] = []
         try:
-            for level, slot in enumerate(self.slots):
-                provider = choices[level][0]
-                if not self._take(slot, provider):
-                    return
-                taken += 1
-                self.chosen[level] = provider
+            for level, slot in self.checked:
+                if slot.held:
+                    if not self._take(slot, chosen[level]):
+                        return
+                    held.append(level)
                 if slot.closes and not self._closing_rules_hold(slot):
                     return
-            yield self._candidate()
+            yield tuple(chosen)
         finally:
-            for level in range(taken):
-                self._release(self.slots[level], self.chosen[level])
-
-    def _advance(self, level: int, options: Sequence[int], next_option: list[int]) -> bool:
-        """Take the next provider that fits at ``level``; False when none is left."""
-        slot = self.slots[level]
-        while next_option[level] < len(options):
-            provider = options[next_option[level]]
-            next_option[level] += 1
-            if self._take(slot, provider):
-                self.chosen[level] = provider
-                if not slot.closes or self._closing_rules_hold(slot):
-                    return True
-                self._release(slot, provider)
-        return False
+            for level in held:
+                self._release(self.slots[level], chosen[level])
 
     def _take(self, slot: _Slot, provider: int) -> bool:
         rules = self.rules
@@ -265,25 +329,6 @@ class _Walk:
             found = self.ancestors[provider] = frozenset(chain)
         return found
 
-    def _candidate(self) -> Candidate:
-        chosen = self.chosen
-        allocations: dict[int, dict[int, int]] = {}
-        for provider, amounts in zip(chosen, self.slot_amounts, strict=True):
-            if not amounts:
-                continue
-            held = allocations.get(provider)
-            if held is None:
-                # A slot's classes are distinct.
-                allocations[provider] = dict(amounts)
-            else:
-                for class_id, amount in amounts:
-                    held[class_id] = held.get(class_id, 0) + amount
-        mappings: dict[str, list[int]] = {}
-        for suffix, first, end in self.group_spans:
-            providers = chosen[first:end]
-            mappings[suffix] = providers if end - first == 1 else list(dict.fromkeys(providers))
-        return Candidate(allocations, mappings)
-
 
 def _decrement(counts: dict[int, int], key: int) -> None:
     if counts[key] == 1:
@@ -310,16 +355,19 @@ def search(
     if stop_after is not None and stop_after <= 0:
         return []
     walk = _Walk(plans, rules, shuffle)
+    build = _Shapes(walk.slots).candidate
     found: list[Candidate] = []
     seen = set() if seen is None else seen
     sharing = rules.sharing
     for anchor in anchors:
-        for candidate in walk.candidates(anchor):
+        for chosen in walk.combinations(anchor):
+            candidate = build(chosen)
             # Only a candidate made of sharing providers alone can be reached
             # from several trees; any other belongs to its anchor's tree, so
             # only those whose resources all come from sharing providers (a
-            # cheap superset of them) need their key checked.
-            if sharing.issuperset(candidate.allocations):
+            # cheap superset of them) need their key checked. (A keys view
+            # compares without building a set.)
+            if candidate.allocations.keys() <= sharing:
                 key = candidate.key()
                 if key in seen:
                     continue

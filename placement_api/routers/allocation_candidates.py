@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -74,51 +75,60 @@ class OrjsonResponse(JSONResponse):
         return orjson.dumps(content)
 
 
-class _ResourcesBodies:
-    """``{class name: amount}`` per amounts, built once: candidates repeat the
-    same few amounts thousands of times, and the encoder takes shared dicts."""
+class _ResourcesBodies(dict[int, dict[str, dict[str, int]]]):
+    """``{"resources": {class name: amount}}`` by the identity of an amounts dict.
+
+    The search shares one amounts dict among all candidates of the same shape,
+    so tens of thousands of allocations repeat a few dicts, and the encoder
+    takes shared objects. Every amounts dict stays alive (held by the
+    candidates) while the bodies are built, so no identity is reused.
+    """
 
     def __init__(self, names: dict[int, str]) -> None:
+        super().__init__()
         self.names = names
-        self.built: dict[tuple[tuple[int, int], ...], dict[str, int]] = {}
 
-    def __call__(self, amounts: dict[int, int]) -> dict[str, int]:
-        key = tuple(amounts.items())
-        found = self.built.get(key)
-        if found is None:
-            names = self.names
-            found = {names[class_id]: amount for class_id, amount in sorted(key)}
-            self.built[key] = found
-        return found
+    def add(self, amounts: Iterable[dict[int, int]]) -> None:
+        names = self.names
+        for held in amounts:
+            if id(held) not in self:
+                self[id(held)] = {"resources": {names[c]: held[c] for c in sorted(held)}}
+
+    def by_uuid(
+        self, allocations: dict[int, dict[int, int]], uuids: dict[int, str]
+    ) -> dict[str, dict[str, dict[str, int]]]:
+        try:
+            return {uuids[p]: self[id(held)] for p, held in allocations.items()}
+        except KeyError:  # amounts not seen before: once per shape of candidate
+            self.add(allocations.values())
+            return {uuids[p]: self[id(held)] for p, held in allocations.items()}
 
 
 def _allocation_requests(result: CandidatesResult, version: Version) -> list[dict[str, Any]]:
-    uuids, resources = result.uuids, _ResourcesBodies(result.class_names)
+    uuids, bodies = result.uuids, _ResourcesBodies(result.class_names)
     if not version.has("allocations_dict_format"):
+        bodies.add(a for c in result.candidates for a in c.allocations.values())
         return [
             {
                 "allocations": [
-                    {"resource_provider": {"uuid": uuids[p]}, "resources": resources(a)}
+                    {"resource_provider": {"uuid": uuids[p]}, **bodies[id(a)]}
                     for p, a in candidate.allocations.items()
                 ]
             }
             for candidate in result.candidates
         ]
-    with_mappings = version.has("candidates_mappings")
-    requests = []
-    for candidate in result.candidates:
-        body: dict[str, Any] = {
-            "allocations": {
-                uuids[p]: {"resources": resources(a)} for p, a in candidate.allocations.items()
-            }
+    if not version.has("candidates_mappings"):
+        return [
+            {"allocations": bodies.by_uuid(candidate.allocations, uuids)}
+            for candidate in result.candidates
+        ]
+    return [
+        {
+            "allocations": bodies.by_uuid(allocations, uuids),
+            "mappings": {suffix: [uuids[p] for p in ps] for suffix, ps in mappings.items()},
         }
-        if with_mappings:
-            body["mappings"] = {
-                suffix: [uuids[p] for p in providers]
-                for suffix, providers in candidate.mappings.items()
-            }
-        requests.append(body)
-    return requests
+        for allocations, mappings in result.candidates
+    ]
 
 
 def _provider_summaries(result: CandidatesResult, version: Version) -> dict[str, Any]:

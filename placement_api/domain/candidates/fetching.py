@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TypeVar, TypeVarTuple, cast
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar, TypeVarTuple, cast
 
-from sqlalchemy import ColumnElement, Integer, Row, Select, any_, bindparam
+from sqlalchemy import ColumnElement, Dialect, Integer, Row, Select, any_, bindparam
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.util import LRUCache
 
 IdColumn = InstrumentedAttribute[int] | InstrumentedAttribute[int | None]
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
+AnySelect = Select[*tuple[Any, ...]]
 # Bound parameters per statement stay well under SQLite's and asyncpg's limits.
 CHUNK = 5000
 # ``id_in`` sends ids to PostgreSQL as one array parameter: batches there only
 # bound memory, and every extra batch costs a round trip.
 ARRAY_CHUNK = 100_000
+# Compiled statements by their structure. Candidate statements come in a few
+# dozen shapes (one per combination of classes, traits and scopes asked for),
+# and compiling one costs more than running it; SQLAlchemy's own cache only
+# serves statements it executes itself.
+_COMPILED: LRUCache[tuple[object, ...], SQLCompiler] = LRUCache(512)
 
 
 def chunked(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
@@ -37,8 +45,11 @@ def id_batches(session: AsyncSession, ids: Iterable[int]) -> Iterator[list[int]]
     return chunked(sorted(ids), ARRAY_CHUNK if postgresql else CHUNK)
 
 
-async def fetch_all(session: AsyncSession, statement: Select[*Ts]) -> Sequence[Row[*Ts]]:
-    """Run a Core statement without the ORM's result processing.
+async def fetch_all(
+    session: AsyncSession, statement: Select[*Ts], parameters: Mapping[str, Any] | None = None
+) -> Sequence[Row[*Ts]]:
+    """Run a Core statement without the ORM's result processing; ``parameters``
+    give values to ``bindparam``s the statement names.
 
     On PostgreSQL the statement goes straight to asyncpg, whose records
     unpack like rows: candidate queries read thousands of rows, and building
@@ -46,17 +57,37 @@ async def fetch_all(session: AsyncSession, statement: Select[*Ts]) -> Sequence[R
     """
     connection = await session.connection()
     if connection.dialect.name != "postgresql":
-        return (await connection.execute(statement)).all()
-    compiled = statement.compile(
-        dialect=connection.dialect, compile_kwargs={"render_postcompile": True}
-    )
-    params = compiled.construct_params()
+        return (await connection.execute(statement, parameters)).all()
+    sql, arguments = _positional_sql(statement, connection.dialect, parameters)
     driver = (await connection.get_raw_connection()).driver_connection
     assert driver is not None
-    records = await driver.fetch(
-        str(compiled), *(params[name] for name in compiled.positiontup or ())
-    )
-    return cast("Sequence[Row[*Ts]]", records)
+    return cast("Sequence[Row[*Ts]]", await driver.fetch(sql, *arguments))
+
+
+def _positional_sql(
+    statement: AnySelect, dialect: Dialect, parameters: Mapping[str, Any] | None
+) -> tuple[str, list[Any]]:
+    """The statement's SQL, lists expanded, and its arguments in order.
+
+    The compiled form is cached by the statement's cache key, the structure
+    SQLAlchemy's own statement cache uses; the key carries this statement's
+    bound values, which are put in place of those compiled with.
+    """
+    key = statement._generate_cache_key()
+    if key is None:
+        compiled: SQLCompiler = statement.compile(dialect=dialect)
+        values = compiled.construct_params(parameters, escape_names=False)
+    else:
+        cached = _COMPILED.get((dialect.name, key.key))
+        if cached is None:
+            cached = statement.compile(dialect=dialect, cache_key=key)
+            _COMPILED[(dialect.name, key.key)] = cached
+        compiled = cached
+        values = compiled.construct_params(
+            parameters, extracted_parameters=key.bindparams, escape_names=False
+        )
+    state = compiled.construct_expanded_state(values, escape_names=False)
+    return state.statement, [state.parameters[name] for name in state.positiontup or ()]
 
 
 def id_in(session: AsyncSession, column: IdColumn, ids: Sequence[int]) -> ColumnElement[bool]:

@@ -17,7 +17,7 @@ from placement_api.domain.candidates.queries import sharing_ids
 async def root_id_range(session: AsyncSession) -> tuple[int, int]:
     """The lowest and highest root ids ((0, -1) when there are no providers)."""
     root = ResourceProvider.root_provider_id
-    lowest, highest = (await session.execute(select(func.min(root), func.max(root)))).one()
+    ((lowest, highest),) = await fetch_all(session, select(func.min(root), func.max(root)))
     return (lowest, highest) if lowest is not None and highest is not None else (0, -1)
 
 
@@ -38,11 +38,12 @@ async def fewest_members(
         .scalar_subquery()
         for aggregates in aggregate_sets
     ]
-    return min(int(count) for count in (await session.execute(select(*counts))).one())
+    (found,) = await fetch_all(session, select(*counts))
+    return min(int(count) for count in found)
 
 
 async def sharing_provider_ids(session: AsyncSession) -> frozenset[int]:
-    return frozenset((await session.execute(sharing_ids())).scalars())
+    return frozenset(provider for (provider,) in await fetch_all(session, sharing_ids()))
 
 
 async def aggregates_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, set[int]]:

@@ -15,15 +15,17 @@ serve other trees, which ``options`` decides per anchor.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import os_traits
 from sqlalchemy import (
     ColumnElement,
+    Integer,
     Select,
     and_,
+    bindparam,
     func,
     or_,
     select,
@@ -31,6 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.selectable import LateralFromClause, Subquery
+from sqlalchemy.util import LRUCache
 
 from placement_api.db.models import (
     Inventory,
@@ -39,7 +42,7 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.fetching import IdColumn, Ts, fetch_all
+from placement_api.domain.candidates.fetching import AnySelect, IdColumn, Ts, fetch_all
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
 from placement_api.domain.capacity import fits_clause
 
@@ -53,6 +56,10 @@ class RootWindow:
 
     def __contains__(self, root: int) -> bool:
         return self.first <= root <= self.last
+
+    def parameters(self) -> dict[str, int]:
+        """Values for the bounds statements bind (see ``_scope_condition``)."""
+        return {"window_first": self.first, "window_last": self.last}
 
 
 # Windows of root ids up to this size read inventory provider by provider.
@@ -133,7 +140,10 @@ def _scope_condition(scope: RowScope) -> ColumnElement[bool]:
         return true()
     if scope == "sharing":
         return ResourceProvider.id.in_(sharing_ids())
-    return ResourceProvider.root_provider_id.between(scope.first, scope.last)
+    # Bound by name, so that one statement serves every window of a search.
+    return ResourceProvider.root_provider_id.between(
+        bindparam("window_first", type_=Integer), bindparam("window_last", type_=Integer)
+    )
 
 
 def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool) -> Select[*Ts]:
@@ -250,13 +260,46 @@ def unsuffixed_statement(
     )
 
 
-def _fenced(session: AsyncSession, scope: RowScope) -> bool:
-    """Read inventory provider by provider for small windows on PostgreSQL
-    (SQLite has no LATERAL). For everything else the planner's own choice is
-    better: a rare class is found faster through its index."""
-    if not isinstance(scope, RootWindow) or scope.last - scope.first >= FENCED_WINDOW:
-        return False
-    return session.get_bind().dialect.name == "postgresql"
+def _fenced(session: AsyncSession, scope: RowScope, narrow: bool) -> bool:
+    """Read inventory provider by provider on PostgreSQL (SQLite has no
+    LATERAL) for small windows, and for full reads where the group's own
+    trait or aggregate filters leave few providers: then a few thousand index
+    probes beat a scan of every inventory row. For everything else the
+    planner's own choice is better: a rare class is found faster through its
+    index."""
+    if isinstance(scope, RootWindow):
+        fits = scope.last - scope.first < FENCED_WINDOW
+    else:
+        fits = scope is None and narrow
+    return fits and session.get_bind().dialect.name == "postgresql"
+
+
+# Statements by everything they are built from but window bounds: a search
+# reads window after window with the same statement, and requests of one
+# shape repeat; building a statement costs about as much as running it.
+_STATEMENTS: LRUCache[tuple[object, ...], AnySelect] = LRUCache(256)
+
+
+def _statement(key: tuple[object, ...], build: Callable[[], AnySelect]) -> AnySelect:
+    found = _STATEMENTS.get(key)
+    if found is None:
+        found = _STATEMENTS[key] = build()
+    return found
+
+
+def _scope_key(scope: RowScope) -> object:
+    return "window" if isinstance(scope, RootWindow) else scope
+
+
+def _root_rules_key(request: ResolvedRequest) -> tuple[object, ...]:
+    return (tuple(sorted(request.root_required)), tuple(sorted(request.root_forbidden)))
+
+
+async def _rows(
+    session: AsyncSession, statement: AnySelect, scope: RowScope
+) -> Sequence[tuple[Any, ...]]:
+    parameters = scope.parameters() if isinstance(scope, RootWindow) else None
+    return await fetch_all(session, statement, parameters)
 
 
 async def granular_rows(
@@ -264,10 +307,12 @@ async def granular_rows(
     group: ResolvedGroup,
     request: ResolvedRequest,
     scope: RowScope = None,
+    narrow: bool = False,
 ) -> list[tuple[int, int]]:
-    statement = granular_statement(group, request, scope, _fenced(session, scope))
-    rows = await fetch_all(session, statement)
-    return cast(list[tuple[int, int]], rows)
+    fenced = _fenced(session, scope, narrow)
+    key = ("granular", group.shape, _root_rules_key(request), _scope_key(scope), fenced)
+    statement = _statement(key, lambda: granular_statement(group, request, scope, fenced))
+    return cast(list[tuple[int, int]], await _rows(session, statement, scope))
 
 
 async def unsuffixed_rows(
@@ -276,7 +321,18 @@ async def unsuffixed_rows(
     request: ResolvedRequest,
     scope: RowScope = None,
     tree_traits: Sequence[frozenset[int]] = (),
+    narrow: bool = False,
 ) -> list[tuple[int, int, int]]:
-    statement = unsuffixed_statement(group, request, scope, tree_traits, _fenced(session, scope))
-    rows = await fetch_all(session, statement)
-    return cast(list[tuple[int, int, int]], rows)
+    fenced = _fenced(session, scope, narrow)
+    key = (
+        "unsuffixed",
+        group.shape,
+        _root_rules_key(request),
+        _scope_key(scope),
+        tuple(tree_traits),
+        fenced,
+    )
+    statement = _statement(
+        key, lambda: unsuffixed_statement(group, request, scope, tree_traits, fenced)
+    )
+    return cast(list[tuple[int, int, int]], await _rows(session, statement, scope))

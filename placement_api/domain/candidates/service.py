@@ -132,9 +132,14 @@ class _Finder:
         self._sharing: dict[frozenset[int], tuple[SharingMap, list[TreeRule]]] = {}
         self._provider_traits: dict[int, frozenset[int]] | None = None
         self._sharing_traits: frozenset[int] | None = None
+        # Set when the request's trait and aggregate filters leave few providers.
+        self.narrow = False
 
     async def run(self) -> list[Candidate]:
-        if self.stop_after is None or self.shuffle is not None or await self._few_providers():
+        if self.stop_after is None or self.shuffle is not None:
+            return await self._in_window(None, self.stop_after)
+        if await self._few_providers():
+            self.narrow = True
             return await self._in_window(None, self.stop_after)
         found: list[Candidate] = []
         start, last = await lookups.root_id_range(self.session)
@@ -165,12 +170,17 @@ class _Finder:
         """Rows for a group; groups of the same shape share one read."""
         key = (group.shape, scope)
         if key not in self._rows_by_shape:
+            # A group without filters of its own reads every provider, however
+            # narrow the other groups are.
+            narrow = self.narrow and bool(group.required or group.member_of)
             if group.granular:
-                found: Rows = await queries.granular_rows(self.session, group, self.resolved, scope)
+                found: Rows = await queries.granular_rows(
+                    self.session, group, self.resolved, scope, narrow
+                )
             else:
                 tree_traits = await self._tree_traits(group)
                 found = await queries.unsuffixed_rows(
-                    self.session, group, self.resolved, scope, tree_traits
+                    self.session, group, self.resolved, scope, tree_traits, narrow
                 )
             self._rows_by_shape[key] = found
         return self._rows_by_shape[key]

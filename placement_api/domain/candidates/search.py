@@ -151,10 +151,14 @@ class _Shapes:
         if found is None:
             found = self.built[shape] = self._build(shape)
         held, mapped = found
-        return Candidate(
-            {chosen[index]: amounts for index, amounts in held},
-            {suffix: [chosen[index] for index in indexes] for suffix, indexes in mapped},
-        )
+        # Plain loops: cheaper here than comprehensions (no frame each).
+        allocations = {}
+        for index, amounts in held:
+            allocations[chosen[index]] = amounts
+        mappings = {}
+        for suffix, indexes in mapped:
+            mappings[suffix] = [chosen[index] for index in indexes]
+        return Candidate(allocations, mappings)
 
     def _build(self, shape: Combination) -> tuple[_Held, _Mapped]:
         merged: dict[int, tuple[int, dict[int, int]]] = {}
@@ -199,9 +203,11 @@ class _Walk:
         self.ancestors: dict[int, frozenset[int]] = {}
 
     def combinations(self, anchor: int) -> Iterable[Combination]:
-        choices: list[Sequence[int]] = [
-            providers for options in self.plan_options for providers in options[anchor]
-        ]
+        choices: list[Sequence[int]]
+        if len(self.plan_options) == 1:
+            choices = list(self.plan_options[0][anchor])
+        else:
+            choices = [providers for options in self.plan_options for providers in options[anchor]]
         if self.shuffle is not None:
             for index, providers in enumerate(choices):
                 reordered = list(providers)

@@ -15,10 +15,17 @@ trees sharing providers are spread over (their rows serve every window).
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 Options = dict[int, list[list[int]]]
+
+
+class Trees(Protocol):
+    """Root ids, by membership (a set, or a window of ids)."""
+
+    def __contains__(self, tree: int, /) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -62,12 +69,12 @@ class TreeRule:
 
 @dataclass(frozen=True)
 class _Both:
-    """Trees in both containers."""
+    """Trees in both."""
 
-    first: Container[int]
-    second: Container[int]
+    first: Trees
+    second: Trees
 
-    def __contains__(self, tree: object) -> bool:
+    def __contains__(self, tree: int, /) -> bool:
         return tree in self.first and tree in self.second
 
 
@@ -77,7 +84,7 @@ def _shared_trees(
     sharing: SharingMap,
     rule: TreeRule,
     expand: bool,
-    within: Container[int] | None,
+    within: Trees | None,
 ) -> Iterable[int]:
     """The trees a sharing provider serves: its own, and with ``expand`` those
     of its aggregates."""
@@ -104,7 +111,7 @@ def granular_options(
     sharing: SharingMap,
     rule: TreeRule,
     *,
-    within: Container[int] | None = None,
+    within: Trees | None = None,
 ) -> Options:
     """Rows are (provider, root) of providers meeting the whole group."""
     options: Options = {}
@@ -139,7 +146,7 @@ def unsuffixed_options(
     *,
     member_of: Sequence[frozenset[int]] = (),
     in_tree: bool = False,
-    within: Container[int] | None = None,
+    within: Trees | None = None,
 ) -> Options:
     """Rows are (provider, root, class). Only trees with a provider for every
     class are kept. A sharing provider serves other trees only when the group

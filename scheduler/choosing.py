@@ -8,11 +8,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from scheduler import feasible
 from scheduler.client import AllocationRequest
 from scheduler.context import SchedulingContext
 from scheduler.explain import (
     InstanceExplanation,
-    RejectedHost,
     Stage,
     emptied_by_capacity,
     emptied_by_filter,
@@ -51,26 +51,43 @@ class Chooser:
             + settings.max_attempts
             + settings.explain_top_hosts
         )
+        # Where the next search for feasible hosts begins (see ``feasible``).
+        self._next_start = rng.randrange(1 << 30)
 
     def rank(
         self, hosts: list[HostState], context: SchedulingContext, report: InstanceExplanation
     ) -> list[WeighedHost]:
-        """The hosts with room that every filter passes, best first; the report says why."""
-        fitting: list[HostState] = []
-        full: list[HostState] = []
-        for host in hosts:
-            (fitting if host.fitting_request() is not None else full).append(host)
-        report.hosts_with_room = len(fitting)
-        report.capacity_rejected = [
-            RejectedHost(host=h.name, uuid=h.uuid, reason=h.shortfall())
-            for h in full[: self.settings.explain_max_rejections]
-        ]
-        if not fitting:
+        """The hosts with room that every filter passes, best first; the report says why.
+        Only the first ``feasible_hosts_to_score`` hosts found feasible are weighed."""
+        wanted = self.settings.feasible_hosts_to_score
+        if len(hosts) <= wanted:
+            wanted = 0  # all of them anyway: keep Placement's order
+        start = self._next_start if wanted else 0
+        found = feasible.search(
+            self.pipeline,
+            hosts,
+            context,
+            wanted=wanted,
+            start=start,
+            first=context.hosts_to_examine_first(),
+            max_rejections=self.settings.explain_max_rejections,
+        )
+        if wanted:
+            self._next_start = start + found.examined
+        report.hosts_examined = found.examined
+        report.hosts_with_room = found.with_room
+        report.capacity_rejected = found.capacity_rejected
+        report.filters = found.filters
+        if found.examined < len(hosts):
+            report.search_stopped = (
+                f"stopped after {len(found.feasible)} feasible hosts of {len(hosts)} "
+                f"({found.examined} examined; feasible_hosts_to_score is {wanted})"
+            )
+        if not found.with_room:
             raise UnplaceableError("capacity", emptied_by_capacity(report.capacity_rejected))
-        passed, report.filters = self.pipeline.run_filters(fitting, context)
-        if not passed:
+        if not found.feasible:
             raise UnplaceableError("filter", emptied_by_filter(report.filters[-1]))
-        weighed = self.pipeline.weigh(passed, context, best=self._hosts_needed)
+        weighed = self.pipeline.weigh(found.feasible, context, best=self._hosts_needed)
         report.weighed = [w.report() for w in weighed[: self.settings.explain_top_hosts]]
         return weighed
 

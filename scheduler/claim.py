@@ -1,6 +1,8 @@
 """Claim in weight order: write the host's allocation request for the consumer;
 on 409 (another writer got there first, or the host is full) try the next
-host, at most ``claim_attempts`` hosts. Releasing gives claims back.
+host, at most ``claim_attempts`` hosts. Releasing gives claims back. Claims
+are written through the ``ClaimBatcher``, with other requests' claims when
+they queue up; the answer each claim gets is its own.
 
 The host's usage is reserved before the claim is sent (the Kubernetes
 scheduler's "assume"), so decisions made while the claim is in flight see
@@ -11,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from scheduler.claim_batcher import ClaimBatcher
 from scheduler.client import (
     CONCURRENT_UPDATE,
     AllocationRequest,
+    ClaimOutcome,
+    NewClaim,
     PlacementClient,
     PlacementError,
 )
@@ -51,10 +56,10 @@ class ReleaseResult:
 
 
 class Claimer:
-    def __init__(self, client: PlacementClient, *, attempts: int, consumer_type: str) -> None:
+    def __init__(self, client: PlacementClient, writer: ClaimBatcher, *, attempts: int) -> None:
         self._client = client
+        self._writer = writer
         self._attempts = attempts
-        self._consumer_type = consumer_type
 
     async def claim(
         self, consumer: str, ordered: Sequence[HostState], *, project_id: str, user_id: str
@@ -68,30 +73,19 @@ class Claimer:
                 continue
             reservation = host.consume(request)
             try:
-                outcome = await self._client.claim(
-                    consumer,
-                    request,
-                    project_id=project_id,
-                    user_id=user_id,
-                    consumer_type=self._consumer_type,
+                outcome = await self._writer.claim(
+                    [NewClaim(consumer, request, project_id, user_id)]
                 )
             except BaseException:
                 reservation.undo()
                 raise
+            result.attempts.append(attempt(host, outcome))
             if outcome.claimed:
-                result.attempts.append(
-                    ClaimAttempt(host=host.name, uuid=host.uuid, outcome="claimed")
-                )
                 result.host, result.request, result.reservation = host, request, reservation
                 return result
             reservation.undo()
             if outcome.code != CONCURRENT_UPDATE:
                 result.stale.append(host.uuid)
-            result.attempts.append(
-                ClaimAttempt(
-                    host=host.name, uuid=host.uuid, outcome="conflict", detail=outcome.detail
-                )
-            )
         return result
 
     async def release(self, consumers: Sequence[str]) -> ReleaseResult:
@@ -106,3 +100,19 @@ class Claimer:
                 continue
             (released if deleted else not_found).append(consumer)
         return ReleaseResult(released, not_found, failed)
+
+
+def attempt(host: HostState, outcome: ClaimOutcome) -> ClaimAttempt:
+    """The explanation's record of one claim on ``host``, as Placement answered it."""
+    details = [outcome.batch_refused] if outcome.batch_refused else []
+    if outcome.batch_refused:
+        details.append("sent again on its own: " + ("written" if outcome.claimed else "refused"))
+    if outcome.detail and not outcome.claimed:
+        details.append(outcome.detail)
+    return ClaimAttempt(
+        host=host.name,
+        uuid=host.uuid,
+        outcome="claimed" if outcome.claimed else "conflict",
+        detail="; ".join(details),
+        written_with=outcome.written_with,
+    )

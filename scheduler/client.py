@@ -87,12 +87,26 @@ class ProviderRecord(_Response):
 
 
 @dataclass(frozen=True)
+class NewClaim:
+    """The allocations to write for a consumer that holds nothing yet."""
+
+    consumer: str
+    request: AllocationRequest
+    project_id: str
+    user_id: str
+
+
+@dataclass(frozen=True)
 class ClaimOutcome:
     """``claimed`` False means Placement said 409: capacity or generation lost."""
 
     claimed: bool
     detail: str = ""
     code: str = ""
+    # Claims written (or refused) by the same Placement request, these included.
+    written_with: int = 0
+    # Set when a larger batch including these claims was refused first.
+    batch_refused: str = ""
 
 
 class PlacementClient:
@@ -128,42 +142,26 @@ class PlacementClient:
         self._expect(response, 200)
         return CandidatesResponse.model_validate_json(response.content)
 
-    async def claim(
-        self,
-        consumer: str,
-        request: AllocationRequest,
-        *,
-        project_id: str,
-        user_id: str,
-        consumer_type: str,
-    ) -> ClaimOutcome:
-        body = _new_consumer(request, project_id, user_id, consumer_type)
-        response = await self._send("PUT", f"/allocations/{consumer}", json=body)
-        return self._claim_outcome(response)
+    async def claim(self, claim: NewClaim, *, consumer_type: str) -> ClaimOutcome:
+        body = _new_consumer(claim, consumer_type)
+        response = await self._send("PUT", f"/allocations/{claim.consumer}", json=body)
+        return self._claim_outcome(response, 1)
 
     async def claim_together(
-        self,
-        claims: Sequence[tuple[str, AllocationRequest]],
-        *,
-        project_id: str,
-        user_id: str,
-        consumer_type: str,
+        self, claims: Sequence[NewClaim], *, consumer_type: str
     ) -> ClaimOutcome:
         """Claim for several new consumers in one ``POST /allocations``: Placement
         writes all of them or, with a 409, none."""
-        body = {
-            consumer: _new_consumer(request, project_id, user_id, consumer_type)
-            for consumer, request in claims
-        }
+        body = {claim.consumer: _new_consumer(claim, consumer_type) for claim in claims}
         response = await self._send("POST", "/allocations", json=body)
-        return self._claim_outcome(response)
+        return self._claim_outcome(response, len(claims))
 
-    def _claim_outcome(self, response: httpx.Response) -> ClaimOutcome:
+    def _claim_outcome(self, response: httpx.Response, claims: int) -> ClaimOutcome:
         if response.status_code == CONFLICT:
             detail, code = _error_of(response)
-            return ClaimOutcome(claimed=False, detail=detail, code=code)
+            return ClaimOutcome(claimed=False, detail=detail, code=code, written_with=claims)
         self._expect(response, 204)
-        return ClaimOutcome(claimed=True)
+        return ClaimOutcome(claimed=True, written_with=claims)
 
     async def release(self, consumer: str) -> bool:
         """Delete the consumer's allocations; False when it had none."""
@@ -220,12 +218,10 @@ class PlacementClient:
             )
 
 
-def _new_consumer(
-    request: AllocationRequest, project_id: str, user_id: str, consumer_type: str
-) -> dict[str, Any]:
-    return request.claim_body() | {
-        "project_id": project_id,
-        "user_id": user_id,
+def _new_consumer(claim: NewClaim, consumer_type: str) -> dict[str, Any]:
+    return claim.request.claim_body() | {
+        "project_id": claim.project_id,
+        "user_id": claim.user_id,
         "consumer_generation": None,
         "consumer_type": consumer_type,
     }

@@ -13,11 +13,11 @@ Where the facts come from:
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from scheduler.spec import Hints, ImageProperties, ServerGroupHint
+from scheduler.spec import GroupPolicy, Hints, ImageProperties, ServerGroupHint
 
 
 @dataclass
@@ -31,7 +31,8 @@ class SchedulingContext:
     # host uuid -> the hinted consumers that have allocations there
     same_host_targets: dict[str, set[str]] = field(default_factory=dict)
     different_host_targets: dict[str, set[str]] = field(default_factory=dict)
-    host_names: dict[str, str] = field(default_factory=dict)
+    # Every candidate's name, shared with the host cache; names added go in front.
+    host_names: ChainMap[str, str] = field(default_factory=ChainMap)
 
     @property
     def group(self) -> ServerGroupHint | None:
@@ -47,10 +48,18 @@ class SchedulingContext:
     def names_of(self, hosts: Iterable[str]) -> str:
         return ", ".join(sorted(self.name_of(host) for host in hosts))
 
+    def hosts_to_examine_first(self) -> frozenset[str]:
+        """Hosts a decision weighing only a sample of hosts must not leave out: where a
+        soft-affinity group already runs, since only there does that weigher add weight."""
+        group = self.group
+        if group is None or group.policy != GroupPolicy.SOFT_AFFINITY:
+            return frozenset()
+        return frozenset(host for host, members in self.group_hosts.items() if members > 0)
+
     def trial(self) -> SchedulingContext:
         """A copy whose recorded placements do not reach this one."""
         return replace(
-            self, group_hosts=Counter(self.group_hosts), host_names=dict(self.host_names)
+            self, group_hosts=Counter(self.group_hosts), host_names=self.host_names.new_child()
         )
 
     def record_placement(self, host: str, name: str) -> None:

@@ -10,6 +10,10 @@ a multi-instance request are first decided in memory and claimed together in
 one ``POST /allocations``, which Placement writes whole or not at all; when
 that is refused they are claimed one by one, moving to the next host on a
 refusal, and if one instance cannot be placed the claims made are released.
+Every claim goes through the ``ClaimBatcher``: claims of concurrent requests
+decided while a write is outstanding are written together (see
+``claim_batcher``). Each instance weighs only a sample of the feasible hosts
+(``feasible_hosts_to_score``, see ``feasible``).
 
 A request is never refused on cached state alone: when an instance cannot
 be placed on an answer read before the request began, the candidates are
@@ -22,14 +26,14 @@ import asyncio
 import logging
 import random
 import time
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
 
 from scheduler.choosing import Choice, Chooser, UnplaceableError
-from scheduler.claim import Claimer, ReleaseResult
-from scheduler.client import MICROVERSION, PlacementClient, PlacementError
+from scheduler.claim import Claimer, ReleaseResult, attempt
+from scheduler.claim_batcher import ClaimBatcher
+from scheduler.client import MICROVERSION, NewClaim, PlacementClient, PlacementError
 from scheduler.context import SchedulingContext
 from scheduler.diagnose import diagnose
 from scheduler.directory import ProviderDirectory
@@ -111,9 +115,13 @@ class Scheduler:
             clock=clock,
         )
         self.ledger = GroupLedger()
-        self.claimer = Claimer(
-            client, attempts=settings.claim_attempts, consumer_type=settings.consumer_type
+        self.claims = ClaimBatcher(
+            client,
+            consumer_type=settings.consumer_type,
+            max_claims=settings.claim_batch_size,
+            in_flight=settings.claim_batches_in_flight,
         )
+        self.claimer = Claimer(client, self.claims, attempts=settings.claim_attempts)
         self.chooser = Chooser(settings, self.pipeline, rng or random.Random())
 
     async def schedule(self, spec: ScheduleRequest) -> ScheduleResponse:
@@ -121,7 +129,7 @@ class Scheduler:
         instances = len(spec.consumer_uuids)
         try:
             run = await self._start(spec, explanation)
-            context = await self._context(spec, run.hosts)
+            context = await self._context(spec, run.view.names)
         except UnplaceableError as exc:
             explanation.failure = Failure(stage=exc.stage, reason=exc.reason)
             raise NoValidHostError(explanation, instances) from None
@@ -229,7 +237,7 @@ class Scheduler:
             )
         return found
 
-    async def _context(self, spec: ScheduleRequest, hosts: list[HostState]) -> SchedulingContext:
+    async def _context(self, spec: ScheduleRequest, names: dict[str, str]) -> SchedulingContext:
         hints = spec.hints
         context = SchedulingContext(
             hints=hints,
@@ -237,7 +245,7 @@ class Scheduler:
             extra_specs=spec.extra_specs,
             image=spec.image_properties,
             max_instances_per_host=self.settings.max_instances_per_host,
-            host_names={host.uuid: host.name for host in hosts},
+            host_names=ChainMap({}, names),
         )
         if hints.group is not None:
             members = self.ledger.members(str(hints.group.uuid))
@@ -259,7 +267,7 @@ class Scheduler:
     async def _name_hosts(self, context: SchedulingContext) -> None:
         """Hosts named in explanations may lie outside the candidates (a full host)."""
         mentioned = set(context.group_hosts) | set(context.same_host_targets)
-        unnamed = mentioned - set(context.host_names)
+        unnamed = [host for host in mentioned if host not in context.host_names]
         if unnamed:
             records = await self.directory.providers()
             for host in unnamed:
@@ -289,7 +297,7 @@ class Scheduler:
         run.hosts = list(run.view.hosts)
         await self._report_candidates(run, explanation)
         await self._count_instances(run.hosts)
-        context.host_names.update((host.uuid, host.name) for host in run.hosts)
+        context.host_names.maps.append(run.view.names)
         retry = InstanceExplanation(
             consumer_uuid=consumer, hosts_considered=len(run.hosts), claims=report.claims
         )
@@ -310,8 +318,9 @@ class Scheduler:
             consumer, self.chooser.claim_order(weighed), project_id=project_id, user_id=user_id
         )
         report.claims.extend(claim.attempts)
-        run.lost.update(claim.lost)
-        run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
+        if claim.lost:
+            run.lost.update(claim.lost)
+            run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
         for host in claim.stale:
             self.host_cache.lost(host)
         if claim.host is None or claim.request is None or claim.reservation is None:
@@ -339,11 +348,8 @@ class Scheduler:
                 reports.append(report)
                 chosen.append(self.chooser.reserve_best(consumer, run.hosts, trial, report))
             project_id, user_id = self._owner(spec)
-            outcome = await self.client.claim_together(
-                [(choice.consumer, choice.request) for choice in chosen],
-                project_id=project_id,
-                user_id=user_id,
-                consumer_type=self.settings.consumer_type,
+            outcome = await self.claims.claim(
+                [NewClaim(c.consumer, c.request, project_id, user_id) for c in chosen]
             )
         except BaseException as exc:
             for choice in chosen:
@@ -355,9 +361,10 @@ class Scheduler:
             for choice in chosen:
                 choice.reservation.undo()
             why = f"refused with the request's other instances: {outcome.detail}"
-            return [], {c.consumer: _attempt(c, "conflict", why) for c in chosen}
+            refusal = replace(outcome, detail=why)
+            return [], {c.consumer: attempt(c.host, refusal) for c in chosen}
         for choice, report in zip(chosen, reports, strict=True):
-            report.claims.append(_attempt(choice, "claimed"))
+            report.claims.append(attempt(choice.host, outcome))
             self.directory.note_consumer(choice.host.uuid, +1)
         explanation.instances.extend(reports)
         return chosen, {}
@@ -385,11 +392,3 @@ class Scheduler:
             LOG.error("claims of a failed request could not be released: %s", failed)
             if explanation.failure is not None:
                 explanation.failure.reason += f" (could not release {failed})"
-
-
-def _attempt(
-    choice: Choice, outcome: Literal["claimed", "conflict"], detail: str = ""
-) -> ClaimAttempt:
-    return ClaimAttempt(
-        host=choice.host.name, uuid=choice.host.uuid, outcome=outcome, detail=detail
-    )

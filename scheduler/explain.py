@@ -55,13 +55,31 @@ class ClaimAttempt(BaseModel):
     uuid: str
     outcome: Literal["claimed", "conflict"]
     detail: str = ""
+    written_with: int = Field(
+        default=1,
+        description=(
+            "Claims in the Placement request that wrote or refused this one, this one "
+            "included: claims of concurrent requests go together in one POST /allocations."
+        ),
+    )
 
 
 class InstanceExplanation(BaseModel):
     consumer_uuid: str
     hosts_considered: int
+    hosts_examined: int = Field(
+        default=0,
+        description=(
+            "Candidate hosts checked for room and run through the filters; fewer than "
+            "hosts_considered when the search stopped early (see search_stopped)."
+        ),
+    )
+    search_stopped: str | None = Field(
+        default=None,
+        description="Why not every candidate host was examined (feasible_hosts_to_score).",
+    )
     hosts_with_room: int = Field(
-        default=0, description="Candidate hosts still with room after earlier instances."
+        default=0, description="Examined hosts still with room after earlier instances."
     )
     capacity_rejected: list[RejectedHost] = Field(
         default_factory=list,

@@ -49,6 +49,7 @@ class CandidateView:
     hosts_found: int
     read: int  # the number of the read, see ``HostCache.reads_started``
     fetched_at: float
+    names: dict[str, str]  # host uuid -> name, for every host of the answer (shared)
 
 
 @dataclass
@@ -58,6 +59,7 @@ class _Entry:
     read: int
     fetched_at: float
     expires_at: float
+    names: dict[str, str]
     uuids: frozenset[str] = field(default_factory=frozenset)
     stale: bool = False
 
@@ -142,6 +144,7 @@ class HostCache:
             read=read,
             fetched_at=started,
             expires_at=started + self._ttl * (1 - JITTER * self._rng.random()),
+            names={host.uuid: host.name for host in hosts},
             uuids=frozenset(by_host),
         )
         self._entries[shape] = entry
@@ -166,4 +169,5 @@ class HostCache:
             hosts_found=len(entry.hosts),
             read=entry.read,
             fetched_at=entry.fetched_at,
+            names=entry.names,
         )

@@ -20,7 +20,7 @@ has) come in a ``HostMetadata`` per host, gathered by ``directory``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.client import AllocationRequest, CandidatesResponse, ProviderSummary
@@ -163,6 +163,21 @@ class HostState:
         if self.num_instances is not None:
             self.num_instances += 1
         return Reservation(self, taken)
+
+
+def free_per_host(hosts: Sequence[HostState], resource_class: str) -> list[float]:
+    """``float(host.free(resource_class))`` for every host, in one pass: weighing
+    runs it for every resource weigher of every decision."""
+    amounts = []
+    for host in hosts:
+        book = host.book._usage
+        free = 0
+        for rp in host.tree:
+            usage = book.get(rp, _NONE).get(resource_class)
+            if usage is not None:
+                free += usage.capacity - usage.used
+        amounts.append(float(free))
+    return amounts
 
 
 def needs_of(request: AllocationRequest) -> Needs:

@@ -69,12 +69,14 @@ class WeighedHost:
         )
 
     def report(self) -> HostWeights:
-        return HostWeights(
+        # Built for several hosts of every decision from values of the right types
+        # already: constructed without validating them again.
+        return HostWeights.model_construct(
             host=self.host.name,
             uuid=self.host.uuid,
             total=round(self.total, 6),
             terms=[
-                WeightTerm(
+                WeightTerm.model_construct(
                     weigher=t.weigher,
                     raw=t.raw,
                     normalised=round(t.normalised, 6),
@@ -189,7 +191,7 @@ class Pipeline:
         if not hosts:
             return []
         raw = tuple(
-            [w.plugin.raw_weight(host, context) for host in hosts]
+            w.plugin.raw_weights(hosts, context)
             if w.plugin.applies(context)
             else [0.0] * len(hosts)
             for w in self.weighers

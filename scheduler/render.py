@@ -62,14 +62,17 @@ def render_explanation(console: Console, explanation: Explanation) -> None:
 
 
 def _render_filters(console: Console, instance: InstanceExplanation) -> None:
-    table = Table(title=f"Filters ({instance.hosts_considered} candidate hosts)")
+    title = f"Filters ({instance.hosts_considered} candidate hosts)"
+    if instance.search_stopped:
+        title = f"Filters ({instance.hosts_considered} candidate hosts, {instance.search_stopped})"
+    table = Table(title=title)
     for column in ("stage", "in", "out", "rejected (first ones)"):
         table.add_column(column)
-    if instance.hosts_with_room < instance.hosts_considered:
+    if instance.hosts_with_room < instance.hosts_examined:
         reasons = "\n".join(f"{r.host}: {r.reason}" for r in instance.capacity_rejected[:3])
         table.add_row(
             "capacity (earlier instances)",
-            str(instance.hosts_considered),
+            str(instance.hosts_examined),
             str(instance.hosts_with_room),
             reasons,
         )

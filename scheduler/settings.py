@@ -89,6 +89,28 @@ class SchedulerSettings(BaseSettings):
     claim_attempts: int = Field(
         default=5, ge=1, description="Hosts tried per instance when claims lose races."
     )
+    feasible_hosts_to_score: int = Field(
+        default=100,
+        ge=0,
+        description=(
+            "Stop looking once this many hosts have room and pass every filter, and weigh "
+            "those (0: examine and weigh every candidate). The search starts where the "
+            "previous one stopped, so every host is reached in turn; fewer feasible hosts "
+            "than this means every host was examined."
+        ),
+    )
+    claim_batch_size: int = Field(
+        default=50,
+        ge=1,
+        description=(
+            "Most claims written together in one POST /allocations: claims decided while "
+            "claim_batches_in_flight writes are outstanding wait and go together in the "
+            "next one (1: every claim in its own request, sent at once)."
+        ),
+    )
+    claim_batches_in_flight: int = Field(
+        default=1, ge=1, description="Claim writes outstanding at once (see claim_batch_size)."
+    )
     enabled_filters: CommaList = Field(default_factory=lambda: list(DEFAULT_FILTERS))
     enabled_weighers: CommaList = Field(default_factory=lambda: list(DEFAULT_WEIGHERS))
     weigher_multipliers: dict[str, float] = Field(

@@ -7,11 +7,12 @@ normalisation, multipliers and the explanation; plugins only judge one host.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState
+from scheduler.host_state import HostState, free_per_host
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +58,20 @@ class HostWeigher(ABC):
 
     @abstractmethod
     def raw_weight(self, host: HostState, context: SchedulingContext) -> float: ...
+
+    def raw_weights(self, hosts: Sequence[HostState], context: SchedulingContext) -> list[float]:
+        """``raw_weight`` of every host; a weigher may work them out in one pass."""
+        return [self.raw_weight(host, context) for host in hosts]
+
+
+class FreeResourceWeigher(HostWeigher):
+    """Weighs the free amount of one resource class across the host's tree."""
+
+    resource_class: ClassVar[str]
+    follows_strategy = True
+
+    def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
+        return float(host.free(self.resource_class))
+
+    def raw_weights(self, hosts: Sequence[HostState], context: SchedulingContext) -> list[float]:
+        return free_per_host(hosts, self.resource_class)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.client import CandidatesResponse
-from scheduler.host_state import HostMetadata, Usage, build_hosts
+from scheduler.host_state import HostMetadata, Usage, build_hosts, free_per_host
 from tests.scheduler.factories import Node, hosts_for, uuid_of
 
 CN, NUMA0, NUMA1, SHARED = (uuid_of(n) for n in ("cn", "cn-numa0", "cn-numa1", "nfs"))
@@ -146,3 +146,13 @@ def test_undo_after_a_refresh_leaves_placements_newer_figures_alone() -> None:
     reservation.undo()
     assert host.free("VCPU") == 9
     assert host.book.usage(SHARED, "DISK_GB") == Usage(1000, 850)
+
+
+def test_free_per_host_is_each_hosts_free_capacity() -> None:
+    nested = build_hosts(nested_with_sharing(), {})
+    flat = hosts_for([Node("a", used={"VCPU": 3}), Node("b")], {"VCPU": 1})
+    for hosts in (nested, flat):
+        for resource_class in ("VCPU", "MEMORY_MB", "DISK_GB"):
+            assert free_per_host(hosts, resource_class) == [
+                float(host.free(resource_class)) for host in hosts
+            ]

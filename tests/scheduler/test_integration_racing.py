@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from scheduler.engine import NoValidHostError, Scheduler
+from scheduler.results import ScheduleResponse
 from scheduler.spec import ScheduleRequest
 from tests.scheduler.conftest import MakeScheduler
 from tests.scheduler.live import Cloud
@@ -92,3 +93,52 @@ async def test_racing_multi_instance_requests_are_all_or_nothing(
     assert len(requests) <= (HOSTS * PER_HOST) // 3
     assert any(failed for _, failed in outcomes)  # 6 requests of 3 cannot all fit in 8
     await _assert_exact_accounting(cloud, hosts, [c for r in requests for c in r])
+
+
+async def _schedule_all(
+    scheduler: Scheduler, specs: list[ScheduleRequest]
+) -> list[ScheduleResponse | NoValidHostError]:
+    async def one(spec: ScheduleRequest) -> ScheduleResponse | NoValidHostError:
+        try:
+            return await scheduler.schedule(spec)
+        except NoValidHostError as exc:
+            return exc
+
+    return list(await asyncio.gather(*(one(spec) for spec in specs)))
+
+
+async def test_batched_claims_of_concurrent_requests_never_overcommit(
+    cloud: Cloud, make_scheduler: MakeScheduler
+) -> None:
+    """Many requests at once to one scheduler (its claims go together in POST
+    /allocations, and batches get refused when a host filled up), racing another
+    scheduler: still no overcommit, exact accounting, all or nothing per request."""
+    hosts = await _hosts(cloud)
+    shared = make_scheduler(host_subset_size=1, claim_attempts=HOSTS)
+    other = make_scheduler(host_subset_size=1, claim_attempts=HOSTS)
+
+    def specs(instances: list[int]) -> list[ScheduleRequest]:
+        return [
+            ScheduleRequest.model_validate({"resources": INSTANCE, "num_instances": n})
+            for n in instances
+        ]
+
+    batched, racing = specs([1, 2, 1, 1, 2, 1, 1, 1, 2, 1]), specs([1, 1, 2, 1])
+    outcomes = await asyncio.gather(_schedule_all(shared, batched), _schedule_all(other, racing))
+    placed: list[str] = []
+    batched_attempts = 0
+    for spec, result in zip(batched + racing, outcomes[0] + outcomes[1], strict=True):
+        consumers = [str(c) for c in spec.consumer_uuids]
+        claims = [a for i in result.explanation.instances for a in i.claims]
+        batched_attempts += sum(
+            a.written_with > 2 or "claims sent together were refused" in a.detail for a in claims
+        )
+        if isinstance(result, NoValidHostError):
+            for consumer in consumers:
+                assert await cloud.allocations(consumer) == {}
+            continue
+        assert [s.consumer_uuid for s in result.selections] == consumers
+        placed.extend(consumers)
+    assert batched_attempts  # claims of several requests did go together
+    assert len(placed) <= HOSTS * PER_HOST
+    await _assert_exact_accounting(cloud, hosts, placed)

@@ -203,7 +203,7 @@ async def test_a_lost_claim_moves_to_the_next_host(
     stale.sort(key=lambda host: host.uuid != first)
     await cloud.allocate(new_uuid(), first, {"VCPU": 2})  # another writer fills it
     consumer = new_uuid()
-    claimer = Claimer(scheduler.client, attempts=3, consumer_type="INSTANCE")
+    claimer = Claimer(scheduler.client, scheduler.claims, attempts=3)
     result = await claimer.claim(consumer, stale, project_id="p", user_id="u")
     assert [(a.host, a.outcome) for a in result.attempts] == [
         ("first", "conflict"),
@@ -223,7 +223,7 @@ async def test_claims_are_bounded_by_claim_attempts(
     stale = build_hosts(response, {})
     for rp in hosts:
         await cloud.allocate(new_uuid(), rp, {"VCPU": 1})
-    result = await Claimer(scheduler.client, attempts=2, consumer_type="INSTANCE").claim(
+    result = await Claimer(scheduler.client, scheduler.claims, attempts=2).claim(
         new_uuid(), stale, project_id="p", user_id="u"
     )
     assert result.host is None

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState
-from scheduler.plugins.base import HostWeigher
+from scheduler.plugins.base import FreeResourceWeigher
 
 
-class DiskWeigher(HostWeigher):
+class DiskWeigher(FreeResourceWeigher):
     name = "disk"
     description = "More free DISK_GB weighs more (less when the strategy is pack)."
-    follows_strategy = True
-
-    def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
-        return float(host.free("DISK_GB"))
+    resource_class = "DISK_GB"

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState
-from scheduler.plugins.base import HostWeigher
+from scheduler.plugins.base import FreeResourceWeigher
 
 
-class RamWeigher(HostWeigher):
+class RamWeigher(FreeResourceWeigher):
     name = "ram"
     description = "More free MEMORY_MB weighs more (less when the strategy is pack)."
-    follows_strategy = True
-
-    def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
-        return float(host.free("MEMORY_MB"))
+    resource_class = "MEMORY_MB"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, TypeVarTuple, cast
 
-from sqlalchemy import ColumnElement, Dialect, Integer, Row, Select, any_, bindparam
+from sqlalchemy import ColumnElement, CompoundSelect, Dialect, Integer, Row, Select, any_, bindparam
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
@@ -15,7 +15,7 @@ from sqlalchemy.util import LRUCache
 IdColumn = InstrumentedAttribute[int] | InstrumentedAttribute[int | None]
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
-AnySelect = Select[*tuple[Any, ...]]
+AnySelect = Select[*tuple[Any, ...]] | CompoundSelect[*tuple[Any, ...]]
 # Bound parameters per statement stay well under SQLite's and asyncpg's limits.
 CHUNK = 5000
 # ``id_in`` sends ids to PostgreSQL as one array parameter: batches there only
@@ -46,7 +46,9 @@ def id_batches(session: AsyncSession, ids: Iterable[int]) -> Iterator[list[int]]
 
 
 async def fetch_all(
-    session: AsyncSession, statement: Select[*Ts], parameters: Mapping[str, Any] | None = None
+    session: AsyncSession,
+    statement: Select[*Ts] | CompoundSelect[*Ts],
+    parameters: Mapping[str, Any] | None = None,
 ) -> Sequence[Row[*Ts]]:
     """Run a Core statement without the ORM's result processing; ``parameters``
     give values to ``bindparam``s the statement names.

@@ -5,8 +5,9 @@ statement (or one per batch of ids)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, literal, null, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
@@ -14,36 +15,55 @@ from placement_api.domain.candidates.fetching import chunked, fetch_all, id_batc
 from placement_api.domain.candidates.queries import sharing_ids
 
 
-async def root_id_range(session: AsyncSession) -> tuple[int, int]:
-    """The lowest and highest root ids ((0, -1) when there are no providers)."""
-    root = ResourceProvider.root_provider_id
-    ((lowest, highest),) = await fetch_all(session, select(func.min(root), func.max(root)))
-    return (lowest, highest) if lowest is not None and highest is not None else (0, -1)
+@dataclass(frozen=True)
+class Overview:
+    """What a search needs to know before reading any rows."""
+
+    # The lowest and highest root ids ((0, -1) when there are no providers).
+    roots: tuple[int, int]
+    sharing: frozenset[int]
+    # Per trait set, then per aggregate set asked about: how many providers
+    # have one of the traits, or are in one of the aggregates.
+    members: tuple[int, ...]
 
 
-async def fewest_members(
+async def overview(
     session: AsyncSession,
-    trait_sets: Sequence[frozenset[int]],
-    aggregate_sets: Sequence[frozenset[int]],
-) -> int:
-    """The fewest providers having one trait of a set, or in one aggregate of a set."""
-    counts = [
-        select(func.count(ProviderTrait.resource_provider_id.distinct()))
-        .where(ProviderTrait.trait_id.in_(sorted(traits)))
-        .scalar_subquery()
-        for traits in trait_sets
-    ] + [
-        select(func.count(ProviderAggregate.resource_provider_id.distinct()))
-        .where(ProviderAggregate.aggregate_id.in_(sorted(aggregates)))
-        .scalar_subquery()
-        for aggregates in aggregate_sets
+    trait_sets: Sequence[frozenset[int]] = (),
+    aggregate_sets: Sequence[frozenset[int]] = (),
+) -> Overview:
+    """The root id range, the sharing providers and the member counts, in one
+    round trip: rows tagged by what they tell."""
+    root = ResourceProvider.root_provider_id
+    parts: list[Select[str, int | None, int | None]] = [
+        select(literal("roots"), func.min(root), func.max(root)),
+        select(literal("sharing"), sharing_ids().subquery().c[0], null()),
     ]
-    (found,) = await fetch_all(session, select(*counts))
-    return min(int(count) for count in found)
-
-
-async def sharing_provider_ids(session: AsyncSession) -> frozenset[int]:
-    return frozenset(provider for (provider,) in await fetch_all(session, sharing_ids()))
+    for index, traits in enumerate(trait_sets):
+        parts.append(
+            select(
+                literal("members"),
+                literal(index),
+                func.count(ProviderTrait.resource_provider_id.distinct()),
+            ).where(ProviderTrait.trait_id.in_(sorted(traits)))
+        )
+    for index, aggregates in enumerate(aggregate_sets, start=len(trait_sets)):
+        parts.append(
+            select(
+                literal("members"),
+                literal(index),
+                func.count(ProviderAggregate.resource_provider_id.distinct()),
+            ).where(ProviderAggregate.aggregate_id.in_(sorted(aggregates)))
+        )
+    roots, sharing, members = (0, -1), set(), [0] * (len(trait_sets) + len(aggregate_sets))
+    for kind, first, second in await fetch_all(session, union_all(*parts)):
+        if kind == "roots" and first is not None and second is not None:
+            roots = (first, second)
+        elif kind == "sharing" and first is not None:
+            sharing.add(first)
+        elif kind == "members" and first is not None:
+            members[first] = int(second or 0)
+    return Overview(roots=roots, sharing=frozenset(sharing), members=tuple(members))
 
 
 async def aggregates_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, set[int]]:
@@ -96,19 +116,6 @@ async def roots_with_any_trait(
     for provider, trait in rows:
         found.setdefault(provider, set()).add(trait)
     return found
-
-
-async def traits_held_by_sharing_providers(
-    session: AsyncSession, trait_ids: Iterable[int]
-) -> frozenset[int]:
-    rows = await fetch_all(
-        session,
-        select(ProviderTrait.trait_id).where(
-            ProviderTrait.trait_id.in_(sorted(trait_ids)),
-            ProviderTrait.resource_provider_id.in_(sharing_ids()),
-        ),
-    )
-    return frozenset(trait for (trait,) in rows)
 
 
 async def providers_in_aggregates(

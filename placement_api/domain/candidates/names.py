@@ -9,15 +9,15 @@ request unsatisfiable, so the answer is an empty list.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import Select, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from placement_api import errors
 from placement_api.db.models import Aggregate, ResourceClass, ResourceProvider, Trait
-from placement_api.domain.candidates.fetching import fetch_all
+from placement_api.domain.candidates.fetching import IdColumn, fetch_all
 from placement_api.domain.candidates.request import CandidateRequest, RequestGroup
 
 
@@ -56,16 +56,55 @@ class ResolvedRequest:
     class_names: dict[int, str]
 
 
-async def _ids(
-    session: AsyncSession,
-    key: InstrumentedAttribute[str],
-    ident: InstrumentedAttribute[int],
-    names: set[str],
-) -> dict[str, int]:
-    if not names:
-        return {}
-    rows = await fetch_all(session, select(key, ident).where(key.in_(sorted(names))))
-    return {name: value for name, value in rows}
+# What each row of the name lookup resolves.
+_CLASS, _TRAIT, _AGGREGATE, _TREE = "class", "trait", "aggregate", "tree"
+
+
+@dataclass
+class _Ids:
+    """Ids by name (uuid for aggregates and trees; a tree is its root's id)."""
+
+    classes: dict[str, int] = field(default_factory=dict)
+    traits: dict[str, int] = field(default_factory=dict)
+    aggregates: dict[str, int] = field(default_factory=dict)
+    trees: dict[str, int] = field(default_factory=dict)
+
+
+def _part(
+    kind: str, key: InstrumentedAttribute[str], ident: IdColumn, names: set[str]
+) -> Select[str, str, int | None]:
+    return select(literal(kind), key, ident).where(key.in_(sorted(names)))
+
+
+async def _lookup(session: AsyncSession, request: CandidateRequest) -> _Ids:
+    """Every name the request uses, in one round trip."""
+    trait_names = set(request.root_required | request.root_forbidden)
+    for group in request.groups:
+        trait_names |= group.required.names
+    aggregates = {
+        uuid for g in request.groups for uuid in g.member_of.forbidden.union(*g.member_of.any_of)
+    }
+    trees = {g.in_tree for g in request.groups if g.in_tree}
+    wanted = [
+        (_CLASS, ResourceClass.name, ResourceClass.id, request.requested_classes),
+        (_TRAIT, Trait.name, Trait.id, trait_names),
+        (_AGGREGATE, Aggregate.uuid, Aggregate.id, aggregates),
+        (_TREE, ResourceProvider.uuid, ResourceProvider.root_provider_id, trees),
+    ]
+    parts = [_part(kind, key, ident, names) for kind, key, ident, names in wanted if names]
+    found = _Ids()
+    if not parts:
+        return found
+    by_kind = {
+        _CLASS: found.classes,
+        _TRAIT: found.traits,
+        _AGGREGATE: found.aggregates,
+        _TREE: found.trees,
+    }
+    for kind, name, ident in await fetch_all(session, union_all(*parts)):
+        if ident is not None:
+            by_kind[kind][name] = ident
+    return found
 
 
 def _check_traits(found: dict[str, int], wanted: Iterable[str]) -> None:
@@ -85,18 +124,6 @@ def _check_group_names(
     for any_of in group.required.any_of:
         _check_traits(traits, any_of)
     _check_traits(traits, group.required.forbidden)
-
-
-async def _tree_roots(session: AsyncSession, uuids: set[str]) -> dict[str, int]:
-    if not uuids:
-        return {}
-    rows = await fetch_all(
-        session,
-        select(ResourceProvider.uuid, ResourceProvider.root_provider_id).where(
-            ResourceProvider.uuid.in_(sorted(uuids))
-        ),
-    )
-    return {uuid: root for uuid, root in rows if root is not None}
 
 
 def _resolve_group(
@@ -129,21 +156,13 @@ def _resolve_group(
 
 async def resolve(session: AsyncSession, request: CandidateRequest) -> ResolvedRequest | None:
     """The request in ids; None when it cannot match anything."""
-    trait_names = set(request.root_required | request.root_forbidden)
-    for group in request.groups:
-        trait_names |= group.required.names
-    classes = await _ids(session, ResourceClass.name, ResourceClass.id, request.requested_classes)
-    traits = await _ids(session, Trait.name, Trait.id, trait_names)
-    aggregate_uuids = {
-        uuid for g in request.groups for uuid in g.member_of.forbidden.union(*g.member_of.any_of)
-    }
-    aggregates = await _ids(session, Aggregate.uuid, Aggregate.id, aggregate_uuids)
-    trees = await _tree_roots(session, {g.in_tree for g in request.groups if g.in_tree})
+    ids = await _lookup(session, request)
+    classes, traits = ids.classes, ids.traits
     _check_traits(traits, request.root_required)
     _check_traits(traits, request.root_forbidden)
     for group in request.groups:
         _check_group_names(group, classes, traits)
-    groups = [_resolve_group(g, classes, traits, aggregates, trees) for g in request.groups]
+    groups = [_resolve_group(g, classes, traits, ids.aggregates, ids.trees) for g in request.groups]
     if any(group is None for group in groups):
         return None
     return ResolvedRequest(

@@ -127,44 +127,53 @@ class _Finder:
         self.shuffle = random.shuffle if settings.randomize else None
         self.root_of: dict[int, int] = {}
         self.seen: set[tuple[object, ...]] = set()
-        self.all_sharing: frozenset[int] | None = None
+        self.all_sharing: frozenset[int] = frozenset()
         self._rows_by_shape: dict[tuple[object, ...], Rows] = {}
         self._sharing: dict[frozenset[int], tuple[SharingMap, list[TreeRule]]] = {}
-        self._provider_traits: dict[int, frozenset[int]] | None = None
-        self._sharing_traits: frozenset[int] | None = None
+        self._provider_traits: dict[int, frozenset[int]] = {}
         # Set when the request's trait and aggregate filters leave few providers.
         self.narrow = False
 
     async def run(self) -> list[Candidate]:
-        if self.stop_after is None or self.shuffle is not None:
+        stop_after = None if self.shuffle is not None else self.stop_after
+        trait_sets: list[frozenset[int]] = []
+        aggregate_sets: list[frozenset[int]] = []
+        if stop_after is not None:
+            # Filters applied in SQL that may leave few providers, counted up
+            # front (the unsuffixed group's traits are counted from their holders).
+            trait_sets = [s for g in self.resolved.groups if g.granular for s in g.required]
+            aggregate_sets = [s for g in self.resolved.groups for s in g.member_of]
+        overview = await lookups.overview(self.session, trait_sets, aggregate_sets)
+        self.all_sharing = overview.sharing
+        self._provider_traits = await self._traits()
+        if stop_after is None:
+            # Without a limit, or to shuffle every tree, one read covers everything.
             return await self._in_window(None, self.stop_after)
-        if await self._few_providers():
+        if self._few_providers(overview.members, stop_after):
             self.narrow = True
             return await self._in_window(None, self.stop_after)
         found: list[Candidate] = []
-        start, last = await lookups.root_id_range(self.session)
-        first, size = start, max(int(WINDOW_PER_CANDIDATE * self.stop_after), MIN_WINDOW)
-        while first <= last and len(found) < self.stop_after:
+        start, last = overview.roots
+        first, size = start, max(int(WINDOW_PER_CANDIDATE * stop_after), MIN_WINDOW)
+        while first <= last and len(found) < stop_after:
             found += await self._in_window(
-                RootWindow(first, first + size - 1), self.stop_after - len(found)
+                RootWindow(first, first + size - 1), stop_after - len(found)
             )
             first += size
-            size = _next_window(first - start, len(found), self.stop_after)
+            size = _next_window(first - start, len(found), stop_after)
         return found
 
-    async def _few_providers(self) -> bool:
+    def _few_providers(self, members: tuple[int, ...], stop_after: int) -> bool:
         """Whether the groups' trait and aggregate filters, applied in SQL, leave
         few enough providers to read them all at once."""
-        assert self.stop_after is not None
-        trait_sets: list[frozenset[int]] = []
-        aggregate_sets: list[frozenset[int]] = []
+        counts = list(members)
         for group in self.resolved.groups:
-            trait_sets += group.required if group.granular else await self._tree_traits(group)
-            aggregate_sets += group.member_of
-        if not trait_sets and not aggregate_sets:
-            return False
-        fewest = await lookups.fewest_members(self.session, trait_sets, aggregate_sets)
-        return fewest <= FULL_READ_PER_CANDIDATE * self.stop_after
+            if not group.granular:
+                counts += (
+                    sum(1 for traits in self._provider_traits.values() if traits & any_of)
+                    for any_of in self._tree_traits(group)
+                )
+        return bool(counts) and min(counts) <= FULL_READ_PER_CANDIDATE * stop_after
 
     async def _group_rows(self, group: ResolvedGroup, scope: RowScope) -> Rows:
         """Rows for a group; groups of the same shape share one read."""
@@ -178,28 +187,21 @@ class _Finder:
                     self.session, group, self.resolved, scope, narrow
                 )
             else:
-                tree_traits = await self._tree_traits(group)
+                tree_traits = self._tree_traits(group)
                 found = await queries.unsuffixed_rows(
                     self.session, group, self.resolved, scope, tree_traits, narrow
                 )
             self._rows_by_shape[key] = found
         return self._rows_by_shape[key]
 
-    async def _tree_traits(self, group: ResolvedGroup) -> list[frozenset[int]]:
+    def _tree_traits(self, group: ResolvedGroup) -> list[frozenset[int]]:
         """The unsuffixed group's trait sets that no sharing provider can cover."""
-        if not group.required:
-            return []
-        if self._sharing_traits is None:
-            wanted = {trait for any_of in group.required for trait in any_of}
-            self._sharing_traits = await lookups.traits_held_by_sharing_providers(
-                self.session, wanted
-            )
-        return [any_of for any_of in group.required if not any_of & self._sharing_traits]
+        held = self._provider_traits
+        sharing_traits = frozenset().union(*(held.get(p, ()) for p in self.all_sharing))
+        return [any_of for any_of in group.required if not any_of & sharing_traits]
 
     async def _rows(self, window: RootWindow | None) -> list[Rows] | None:
         """Each group's rows; None when some group has none."""
-        if self.all_sharing is None:
-            self.all_sharing = await lookups.sharing_provider_ids(self.session)
         rows: list[Rows] = []
         for group in self.resolved.groups:
             found = await self._group_rows(group, window)
@@ -234,7 +236,7 @@ class _Finder:
         return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen)
 
     async def _sharing_for(self, rows: list[Rows]) -> tuple[SharingMap, list[TreeRule]]:
-        all_sharing = self.all_sharing or frozenset()
+        all_sharing = self.all_sharing
         used = frozenset(row[0] for group in rows for row in group if row[0] in all_sharing)
         if used not in self._sharing:
             sharing = await _sharing_map(self.session, used)
@@ -258,7 +260,7 @@ class _Finder:
             same_subtrees=self.request.same_subtrees,
             nested_aware=self.request.nested_aware,
             headroom=headroom,
-            provider_traits=await self._traits(),
+            provider_traits=self._provider_traits,
             root_of=root_of,
             parent_of=parent_of,
             sharing=sharing,
@@ -266,13 +268,11 @@ class _Finder:
 
     async def _traits(self) -> dict[int, frozenset[int]]:
         """The unsuffixed group's required traits, for providers that have any."""
-        if self._provider_traits is None:
-            groups = self.resolved.groups
-            required = {t for g in groups if not g.granular for s in g.required for t in s}
-            self._provider_traits = (
-                await lookups.traits_of_providers_having(self.session, required) if required else {}
-            )
-        return self._provider_traits
+        groups = self.resolved.groups
+        required = {t for g in groups if not g.granular for s in g.required for t in s}
+        if not required:
+            return {}
+        return await lookups.traits_of_providers_having(self.session, required)
 
 
 async def _sharing_map(session: AsyncSession, used: frozenset[int]) -> SharingMap:

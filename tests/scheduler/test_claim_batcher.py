@@ -21,7 +21,9 @@ from scheduler.client import (
     PlacementClient,
     PlacementError,
 )
+from scheduler.engine import Scheduler
 from scheduler.settings import SchedulerSettings
+from scheduler.spec import ScheduleRequest
 from tests.scheduler.live import Cloud, new_uuid
 
 SIZE = {"VCPU": 1, "MEMORY_MB": 512}
@@ -36,6 +38,7 @@ class GatedTransport(httpx.AsyncHTTPTransport):
         self.gate = asyncio.Event()
         self.gate.set()
         self.held = 0
+        self.answered = 0  # writes Placement has answered
         self.arrived = asyncio.Event()
         self.writes: list[tuple[str, list[str]]] = []
 
@@ -50,10 +53,19 @@ class GatedTransport(httpx.AsyncHTTPTransport):
             self.arrived.set()
             await self.gate.wait()
             self.held -= 1
-        return await super().handle_async_request(request)
+        response = await super().handle_async_request(request)
+        if request.method in ("PUT", "POST"):
+            self.answered += 1
+            self.arrived.set()
+        return response
 
     async def until_held(self, count: int) -> None:
         while self.held < count:
+            self.arrived.clear()
+            await self.arrived.wait()
+
+    async def until_answered(self, count: int) -> None:
+        while self.answered < count:
             self.arrived.clear()
             await self.arrived.wait()
 
@@ -234,3 +246,24 @@ async def test_a_cancelled_claim_in_flight_waits_for_placements_answer(
         await task
     # Written after all: whoever cancelled gives it back now, not before it landed.
     assert await cloud.allocations(claim.consumer) == {rp: SIZE}
+
+
+async def test_a_request_cancelled_while_its_claim_is_written_ends_holding_nothing(
+    cloud: Cloud, gated: PlacementClient, scheduler_settings: SchedulerSettings
+) -> None:
+    await cloud.host("roomy")
+    scheduler = Scheduler(scheduler_settings, gated)
+    spec = ScheduleRequest.model_validate({"resources": SIZE})
+    gate = transport(gated)
+    gate.gate.clear()
+    request = asyncio.create_task(scheduler.schedule(spec))
+    await gate.until_held(1)
+    request.cancel()
+    await asyncio.sleep(0.05)
+    gate.gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    assert [method for method, _ in gate.writes] == ["PUT"]
+    await gate.until_answered(1)
+    # The claim landed after the cancellation; it was given back after it landed.
+    assert await cloud.allocations(str(spec.consumer_uuids[0])) == {}

@@ -88,10 +88,11 @@ def _add_reports(
     total: list[FilterReport], reports: list[FilterReport], max_rejections: int
 ) -> None:
     """Sum one chunk's per-filter reports into the running ones (same order: the
-    pipeline's; a chunk stops reporting at the filter that emptied it)."""
+    pipeline's; a chunk stops reporting at the filter that emptied it). The chunk's
+    reports are fresh: the first of each filter becomes the running one."""
     for index, report in enumerate(reports):
         if index == len(total):
-            total.append(report.model_copy(update={"rejected": list(report.rejected)}))
+            total.append(report)
             continue
         into = total[index]
         into.hosts_in += report.hosts_in

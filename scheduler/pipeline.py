@@ -69,14 +69,12 @@ class WeighedHost:
         )
 
     def report(self) -> HostWeights:
-        # Built for several hosts of every decision from values of the right types
-        # already: constructed without validating them again.
-        return HostWeights.model_construct(
+        return HostWeights(
             host=self.host.name,
             uuid=self.host.uuid,
             total=round(self.total, 6),
             terms=[
-                WeightTerm.model_construct(
+                WeightTerm(
                     weigher=t.weigher,
                     raw=t.raw,
                     normalised=round(t.normalised, 6),

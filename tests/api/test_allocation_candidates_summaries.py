@@ -1,8 +1,9 @@
 """Provider summaries of GET /allocation_candidates, whichever way they are read.
 
-With PostgreSQL's estimate of the provider count at hand (after ANALYZE),
-summaries of most providers come from whole-table reads and summaries of a
-few from probes by id; both must say the same. Layout: two hosts, each with
+On PostgreSQL a small scope is read by one statement probing by id and a
+large one part by part (from whole tables when PostgreSQL's estimate says it
+covers most providers, after ANALYZE); each test runs both ways, and both
+must say the same. Layout: two hosts, each with
 a NUMA child holding the CPU and memory; a standalone disk provider "ss"
 shares through aggregate "a"; "idle" has inventory no request here uses.
 """
@@ -15,6 +16,7 @@ import pytest
 from sqlalchemy import text
 
 from placement_api.db.engine import create_engine
+from placement_api.domain.candidates import summaries
 from placement_api.settings import Settings
 from tests.api.test_allocation_candidates import get_ok
 from tests.support.client import PlacementClient
@@ -27,8 +29,16 @@ NUMA = {
 REQUEST = "/allocation_candidates?resources=VCPU:1,MEMORY_MB:512"
 
 
+@pytest.fixture(params=["probed in one", "part by part"])
+def read_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.param == "part by part":
+        monkeypatch.setattr(summaries, "PROBED_IN_ONE", 0)
+
+
 @pytest.fixture
-async def trees(api: PlacementClient, settings: Settings, backend: str) -> TreeBuilder:
+async def trees(
+    api: PlacementClient, settings: Settings, backend: str, read_way: None
+) -> TreeBuilder:
     tree = TreeBuilder(api)
     for host in ("h1", "h2"):
         await tree.provider(host, traits=["HW_CPU_X86_AVX2", "COMPUTE_NODE"], aggregates=["a"])
@@ -104,3 +114,12 @@ async def test_summaries_before_1_27_show_only_the_requested_classes(
         "resources": {"VCPU": {"capacity": 28, "used": 0}},
         "traits": ["CUSTOM_NUMA"],
     }
+
+
+async def test_summaries_before_1_17_have_no_traits(
+    api: PlacementClient, trees: TreeBuilder
+) -> None:
+    body = await get_ok(api, REQUEST + ",DISK_GB:10", version="1.16")
+    summaries = by_name(trees, body)
+    assert summaries["ss"] == {"resources": {"DISK_GB": {"capacity": 900, "used": 0}}}
+    assert summaries["h1_numa"]["resources"]["MEMORY_MB"] == {"capacity": 6144, "used": 1024}

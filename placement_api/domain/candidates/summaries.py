@@ -1,18 +1,42 @@
 """What the response says about each provider involved: capacity, usage, traits, tree.
 
 Loaded in bulk, only for the providers the returned candidates involve:
-their tree positions, traits and inventories. Class names come from the
-small class table rather than a join on every inventory row.
+their tree positions, traits and inventories. Class and trait names come
+from their small tables rather than a join on every row.
+
+On PostgreSQL a scope of a few providers is one statement that probes by id
+and carries each provider's traits and inventories as arrays (decoded by the
+driver, not row by row in Python). Larger scopes, and all on SQLite, are read
+part by part: from whole tables when they cover most providers, else in
+batches by id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
+from typing import cast
 
-from sqlalchemy import Row, Select, select, text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    Integer,
+    Row,
+    Select,
+    any_,
+    bindparam,
+    func,
+    literal,
+    literal_column,
+    select,
+    text,
+    union_all,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, array
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -35,9 +59,18 @@ from placement_api.domain.candidates.fetching import (
 # reads the tables whole: planning a probe by an array of thousands of ids
 # costs more than reading (and skipping) the rows of the other providers.
 WHOLE_TABLE_SHARE = 0.5
+# On PostgreSQL, scopes of fewer ids are read by one statement probing by id,
+# without asking for the estimate: at this size probing costs a few
+# milliseconds whatever the table size. Larger scopes are read part by part,
+# where a per-provider probe for each part costs more than scans and batches.
+PROBED_IN_ONE = 2000
 NO_TRAITS: tuple[str, ...] = ()
 
 Position = Row[int, str, int | None, int | None]
+# Position, trait ids, [class id, used] per inventory, capacity per inventory.
+Probed = tuple[
+    int, str, int | None, int | None, Sequence[int], Sequence[Sequence[int]], Sequence[float]
+]
 
 
 @dataclass(slots=True)
@@ -172,16 +205,138 @@ async def _add_resources(
             resources[name] = {"capacity": int((total - reserved) * ratio), "used": used}
 
 
-async def load_summaries(session: AsyncSession, scope: SummaryScope) -> dict[int, ProviderSummary]:
-    """Provider id -> summary, for every provider in the scope."""
-    reader = _Reader(session, await _estimated_providers(session))
-    positions = await _positions(reader, scope)
+async def _tree_uuids(
+    session: AsyncSession, positions: Sequence[Row[int, str, int | None, int | None, *Ts]]
+) -> dict[int, str]:
+    """Uuid of every provider in ``positions`` and of their parents and roots."""
     uuids = dict(map(itemgetter(0, 1), positions))
     # Single providers may have parents and roots outside the scope.
     related = chain(map(itemgetter(2), positions), map(itemgetter(3), positions))
     outside: set[int] = {i for i in related if i is not None} - uuids.keys()
     if outside:
         uuids.update(await _uuids_of(session, outside))
+    return uuids
+
+
+@lru_cache(maxsize=64)
+def _probe_statement(
+    whole_trees: bool, class_ids: frozenset[int] | None, with_traits: bool
+) -> Select[*Probed]:
+    """Providers whose root (or own) id is in the array ``ids``, with their
+    trait ids and inventories as arrays.
+
+    Each array is a subquery ordered by id over the table's provider index,
+    so no sort and no grouping; capacity is left a float, as the ratio can
+    make it exceed a bigint. Built once per shape: building and compiling
+    it costs more than running it for a few hundred providers.
+    """
+    of_provider = Inventory.resource_provider_id == ResourceProvider.id
+    if class_ids is not None:
+        of_provider = of_provider & Inventory.resource_class_id.in_(sorted(class_ids))
+    by_class = Inventory.resource_class_id
+    trait_ids = (
+        func.array(
+            select(ProviderTrait.trait_id)
+            .where(ProviderTrait.resource_provider_id == ResourceProvider.id)
+            .order_by(ProviderTrait.trait_id)
+            .scalar_subquery(),
+            type_=ARRAY(Integer),
+        )
+        if with_traits
+        else literal_column("'{}'::integer[]", ARRAY(Integer))
+    )
+    scoped_by = ResourceProvider.root_provider_id if whole_trees else ResourceProvider.id
+    classes_used = (
+        select(array([Inventory.resource_class_id, Inventory.used]))
+        .where(of_provider)
+        .order_by(by_class)
+        .scalar_subquery()
+    )
+    capacities = (
+        select(func.trunc((Inventory.total - Inventory.reserved) * Inventory.allocation_ratio))
+        .where(of_provider)
+        .order_by(by_class)
+        .scalar_subquery()
+    )
+    # The typing of ARRAY knows one dimension only.
+    return cast(
+        "Select[*Probed]",
+        select(
+            ResourceProvider.id,
+            ResourceProvider.uuid,
+            ResourceProvider.parent_provider_id,
+            ResourceProvider.root_provider_id,
+            trait_ids,
+            func.array(classes_used, type_=ARRAY(BigInteger, dimensions=2)),
+            func.array(capacities, type_=ARRAY(Float)),
+        )
+        .where(scoped_by == any_(bindparam("ids", type_=ARRAY(Integer))))
+        .order_by(ResourceProvider.id),
+    )
+
+
+# All class names, and the names of the traits in the array ``trait_ids``.
+_NAMES = select(
+    union_all(
+        select(ResourceClass.id, ResourceClass.name, literal(False, Boolean)),
+        select(Trait.id, Trait.name, literal(True, Boolean)).where(
+            Trait.id == any_(bindparam("trait_ids", type_=ARRAY(Integer)))
+        ),
+    ).subquery()
+)
+
+
+async def _class_and_trait_names(
+    session: AsyncSession, trait_ids: set[int]
+) -> tuple[dict[int, str], dict[int, str]]:
+    """Names of all classes and of the given traits, in one round trip."""
+    class_names: dict[int, str] = {}
+    trait_names: dict[int, str] = {}
+    for ident, name, is_trait in await fetch_all(session, _NAMES, {"trait_ids": sorted(trait_ids)}):
+        (trait_names if is_trait else class_names)[ident] = name
+    return class_names, trait_names
+
+
+async def _probed_summaries(
+    session: AsyncSession, scope: SummaryScope
+) -> dict[int, ProviderSummary]:
+    statement = _probe_statement(scope.whole_trees, scope.class_ids, scope.with_traits)
+    batches = [
+        await fetch_all(session, statement, {"ids": batch})
+        for batch in id_batches(session, scope.ids)
+    ]
+    rows: Sequence[Row[*Probed]]
+    if len(batches) == 1:
+        rows = batches[0]
+    else:
+        # Batches of root ids each come in id order, but not together.
+        rows = sorted((row for batch in batches for row in batch), key=itemgetter(0))
+    uuids = await _tree_uuids(session, rows)
+    # Read after the rows, so every class and trait they name had been
+    # created; one deleted since (after its last use) is skipped like them.
+    class_names, trait_names = await _class_and_trait_names(
+        session, {trait for row in rows for trait in row[4]}
+    )
+    summaries: dict[int, ProviderSummary] = {}
+    for ident, uuid, parent, root, trait_ids, classes_used, capacities in rows:
+        resources: dict[str, dict[str, int]] = {}
+        for (class_id, used), capacity in zip(classes_used, capacities, strict=True):
+            name = class_names.get(class_id)
+            if name is not None:
+                resources[name] = {"capacity": int(capacity), "used": used}
+        traits = (
+            tuple(trait_names[t] for t in trait_ids if t in trait_names) if trait_ids else NO_TRAITS
+        )
+        summaries[ident] = ProviderSummary(
+            uuid, uuids[parent] if parent else None, uuids[root or ident], resources, traits
+        )
+    return summaries
+
+
+async def _read_summaries(reader: _Reader, scope: SummaryScope) -> dict[int, ProviderSummary]:
+    """Summaries from whole tables or batches of ids, part by part."""
+    positions = await _positions(reader, scope)
+    uuids = await _tree_uuids(reader.session, positions)
     summaries = {
         ident: ProviderSummary(
             uuid, uuids[parent] if parent else None, uuids[root or ident], {}, NO_TRAITS
@@ -192,3 +347,11 @@ async def load_summaries(session: AsyncSession, scope: SummaryScope) -> dict[int
         await _add_traits(reader, summaries)
     await _add_resources(reader, scope, summaries)
     return summaries
+
+
+async def load_summaries(session: AsyncSession, scope: SummaryScope) -> dict[int, ProviderSummary]:
+    """Provider id -> summary, for every provider in the scope."""
+    postgresql = session.get_bind().dialect.name == "postgresql"
+    if postgresql and len(scope.ids) < PROBED_IN_ONE:
+        return await _probed_summaries(session, scope)
+    return await _read_summaries(_Reader(session, await _estimated_providers(session)), scope)

@@ -83,14 +83,24 @@ def _next_window(scanned: int, found: int, wanted: int) -> int:
     return max(int(WINDOW_PER_CANDIDATE * (wanted - found) / per_root_id), MIN_WINDOW)
 
 
-def _plan(group: ResolvedGroup, rows: Rows, sharing: SharingMap, rule: TreeRule) -> GroupPlan:
+def _plan(
+    group: ResolvedGroup,
+    rows: Rows,
+    sharing: SharingMap,
+    rule: TreeRule,
+    window: RootWindow | None,
+) -> GroupPlan:
+    """The group's slots and their options, for the trees of ``window`` only
+    (sharing providers would otherwise spread over every tree they serve)."""
     class_ids = sorted(group.amounts)
     if group.granular:
         return GroupPlan(
             suffix=group.suffix,
             granular=True,
             slots=(tuple((c, group.amounts[c]) for c in class_ids),),
-            options=granular_options(cast(list[tuple[int, int]], rows), sharing, rule),
+            options=granular_options(
+                cast(list[tuple[int, int]], rows), sharing, rule, within=window
+            ),
         )
     options = unsuffixed_options(
         cast(list[tuple[int, int, int]], rows),
@@ -99,6 +109,7 @@ def _plan(group: ResolvedGroup, rows: Rows, sharing: SharingMap, rule: TreeRule)
         rule,
         member_of=group.member_of,
         in_tree=group.tree_root is not None,
+        within=window,
     )
     return GroupPlan(
         suffix=group.suffix,
@@ -221,7 +232,7 @@ class _Finder:
             return []
         sharing, tree_rules = await self._sharing_for(rows)
         plans = [
-            _plan(group, group_rows, sharing, rule)
+            _plan(group, group_rows, sharing, rule, window)
             for group, group_rows, rule in zip(self.resolved.groups, rows, tree_rules, strict=True)
         ]
         anchors = set(plans[0].options).intersection(*(plan.options for plan in plans[1:]))

@@ -109,7 +109,7 @@ class SchedulerSettings(BaseSettings):
         ),
     )
     claim_batches_in_flight: int = Field(
-        default=1, ge=1, description="Claim writes outstanding at once (see claim_batch_size)."
+        default=2, ge=1, description="Claim writes outstanding at once (see claim_batch_size)."
     )
     enabled_filters: CommaList = Field(default_factory=lambda: list(DEFAULT_FILTERS))
     enabled_weighers: CommaList = Field(default_factory=lambda: list(DEFAULT_WEIGHERS))

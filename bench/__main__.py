@@ -22,7 +22,7 @@ BENCHMARKS: dict[str, list[str]] = {
         "--backend=postgresql",
         "--hosts=1000,5000",
         "--schedulers=1,4,16",
-        "--instances=600",
+        "--instances=2000",
         "--per-request=1,10",
         "--shared",
     ],

@@ -78,6 +78,7 @@ class RunResult:
     claims: int = 0
     conflicts: int = 0
     conflict_rate: float = 0.0
+    claims_per_write: float = 0.0  # mean claims per Placement write of a placed consumer
     decisions: int = 0
     candidate_reads: int = 0
     scheduler_cpu_ms: float = 0.0  # per placement
@@ -100,6 +101,7 @@ class _Worker:
     claims: int = 0
     conflicts: int = 0
     reads: int = 0
+    written_with: int = 0  # summed over the placed consumers' successful claims
 
 
 async def _create_hosts(
@@ -140,6 +142,7 @@ def _tally(worker: _Worker, result: ScheduleResponse | NoValidHostError) -> None
     attempts = [a for i in explanation.instances for a in i.claims]
     worker.claims += len(attempts)
     worker.conflicts += sum(1 for a in attempts if a.outcome == "conflict")
+    worker.written_with += sum(a.written_with for a in attempts if a.outcome == "claimed")
     placement = explanation.placement
     worker.reads += placement is not None and placement.cache_age_seconds is None
 
@@ -254,6 +257,7 @@ def _summarise(config: _Config, workers: list[_Worker], seconds: float) -> RunRe
     result.claims = sum(w.claims for w in workers)
     result.conflicts = sum(w.conflicts for w in workers)
     result.conflict_rate = round(result.conflicts / max(1, result.claims), 4)
+    result.claims_per_write = round(sum(w.written_with for w in workers) / max(1, result.placed), 1)
     result.decisions = len(latencies)
     result.candidate_reads = sum(w.reads for w in workers)
     return result
@@ -291,6 +295,7 @@ def _print(result: RunResult) -> None:
         f"Placement errors) in {result.seconds:.1f}s: "
         f"{result.placements_per_second}/s, p50 {result.latency_p50_ms} ms, "
         f"p95 {result.latency_p95_ms} ms, conflicts {result.conflicts}/{result.claims}, "
+        f"claims/write {result.claims_per_write}, "
         f"reads {result.candidate_reads}/{result.decisions}, CPU ms/placement scheduler "
         f"{result.scheduler_cpu_ms} api {result.api_cpu_ms} db {result.db_cpu_ms}; "
         f"verification {status}",
@@ -312,15 +317,16 @@ def _failures(result: RunResult) -> str:
 def markdown(results: list[RunResult]) -> str:
     lines = [
         "| backend | hosts | K | instances/request | placed | placements/s | p50 ms | p95 ms "
-        "| conflicts | candidates reads | CPU ms/placement: scheduler / API / DB | verified |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| conflicts | claims/write | candidates reads | CPU ms/placement: scheduler / API / DB "
+        "| verified |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {r.backend} | {r.hosts} | {r.schedulers}{_mode(r)} | {r.per_request} "
             f"| {r.placed}{_failures(r)} "
             f"| {r.placements_per_second} | {r.latency_p50_ms} | {r.latency_p95_ms} "
-            f"| {r.conflict_rate:.1%} ({r.conflicts}/{r.claims}) "
+            f"| {r.conflict_rate:.1%} ({r.conflicts}/{r.claims}) | {r.claims_per_write} "
             f"| {r.candidate_reads}/{r.decisions} "
             f"| {r.scheduler_cpu_ms} / {r.api_cpu_ms} / {r.db_cpu_ms} "
             f"| {'yes' if r.verified else 'NO'} |"
@@ -338,12 +344,22 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--api-workers", type=int, default=1, help="placement-api --workers.")
     parser.add_argument("--max-seconds", type=float, default=120, help="Time cap per run.")
     parser.add_argument("--cache-seconds", type=float, help="Scheduler host_cache_seconds.")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="Another scheduler setting, e.g. claim_batch_size=1 (repeatable).",
+    )
     parser.add_argument("--host-vcpus", type=int, help="Small hosts: this many VCPU each.")
     parser.add_argument(
         "--shared",
         action="store_true",
         help="Also run K>1 as K concurrent requests to one scheduler (one cache), as the "
         "scheduler service serves them.",
+    )
+    parser.add_argument(
+        "--shared-only", action="store_true", help="Run K>1 in the shared mode only."
     )
     parser.add_argument("--json", type=Path, help="Also write the results here.")
     return parser.parse_args(argv)
@@ -354,12 +370,17 @@ def main(argv: list[str] | None = None) -> int:
     settings: dict[str, Any] = {"host_subset_size": 3, "claim_attempts": 5}
     if args.cache_seconds is not None:
         settings["host_cache_seconds"] = args.cache_seconds
+    for assignment in args.set:
+        name, _, value = assignment.partition("=")
+        settings[name] = value
     results: list[RunResult] = []
     for backend in args.backend.split(","):
         for hosts in (int(h) for h in args.hosts.split(",")):
             print(f"scheduler bench: {hosts} hosts, backend {backend}", flush=True)
             ks = [int(k) for k in args.schedulers.split(",")]
-            modes = [(k, False) for k in ks] + [(k, True) for k in ks if k > 1 and args.shared]
+            separate = [k for k in ks if k == 1 or not args.shared_only]
+            shared = [k for k in ks if k > 1 and (args.shared or args.shared_only)]
+            modes = [(k, False) for k in separate] + [(k, True) for k in shared]
             configs = [
                 _Config(backend, hosts, k, shared, args.instances, int(per_request),
                         args.max_seconds, settings)

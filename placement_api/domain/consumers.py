@@ -138,6 +138,14 @@ async def _owner_ids(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> 
     return ConsumerSet(types=found["type"], projects=found["project"], users=found["user"])
 
 
+def _created_and_removed(uuid: str) -> errors.ConcurrentUpdate:
+    return errors.ConcurrentUpdate(
+        f"consumer generation conflict - consumer {uuid} was created and removed "
+        "by concurrent requests; re-read it and retry",
+        conflict=errors.CONFLICT_CONSUMER_GENERATION,
+    )
+
+
 def _check_generation(claim: ConsumerClaim, current: int | None) -> None:
     if claim.check_generation and claim.generation != current:
         raise _generation_conflict(current, claim.generation)
@@ -149,12 +157,9 @@ async def _lock_row(session: AsyncSession, uuid: str) -> tuple[int, int] | None:
     return (row.id, row.generation) if row else None
 
 
-async def _insert_if_absent(
-    session: AsyncSession, claim: ConsumerClaim, owners: ConsumerSet
-) -> int | None:
-    """Insert the consumer as ``settle`` would leave it (generation 1, the
-    claim's owners); None when the consumer exists already."""
-    values = {
+def _new_row(claim: ConsumerClaim, owners: ConsumerSet) -> dict[str, Any]:
+    """The consumer as ``settle`` would leave it: generation 1, the claim's owners."""
+    return {
         "uuid": claim.uuid,
         "project_id": owners.projects[claim.project_id or INCOMPLETE_PROJECT_ID],
         "user_id": owners.users[claim.user_id or INCOMPLETE_USER_ID],
@@ -162,14 +167,28 @@ async def _insert_if_absent(
         "generation": 1,
         "updated_at": now(),
     }
+
+
+async def _insert_absent(
+    session: AsyncSession, claims: Sequence[ConsumerClaim], owners: ConsumerSet
+) -> dict[str, int]:
+    """Insert the claims' consumers in one statement, in the order given; the
+    ids of those inserted by uuid (a consumer that exists already is not)."""
     dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
     statement = (
         dialect.insert(Consumer)
-        .values(values)
+        .values([_new_row(claim, owners) for claim in claims])
         .on_conflict_do_nothing(index_elements=["uuid"])
-        .returning(Consumer.id)
+        .returning(Consumer.uuid, Consumer.id)
     )
-    return (await session.execute(statement)).scalar_one_or_none()
+    return {uuid: ident for uuid, ident in await session.execute(statement)}
+
+
+async def _insert_if_absent(
+    session: AsyncSession, claim: ConsumerClaim, owners: ConsumerSet
+) -> int | None:
+    """Insert the consumer settled; None when it exists already."""
+    return (await _insert_absent(session, [claim], owners)).get(claim.uuid)
 
 
 async def _lock_or_create(
@@ -177,7 +196,7 @@ async def _lock_or_create(
 ) -> LockedConsumer:
     # A client that says "new consumer" is nearly always right: insert first
     # and look for an existing row only when the insert finds one.
-    expects_new = bool(claim.allocations) and claim.check_generation and claim.generation is None
+    expects_new = _expects_new(claim)
     for _ in range(_CREATE_ATTEMPTS):
         if expects_new:
             new_id = await _insert_if_absent(session, claim, owners)
@@ -192,11 +211,31 @@ async def _lock_or_create(
         new_id = await _insert_if_absent(session, claim, owners)
         if new_id is not None:
             return LockedConsumer(claim.uuid, id=new_id, created=True)
-    raise errors.ConcurrentUpdate(
-        f"consumer generation conflict - consumer {claim.uuid} was created and removed "
-        "by concurrent requests; re-read it and retry",
-        conflict=errors.CONFLICT_CONSUMER_GENERATION,
-    )
+    raise _created_and_removed(claim.uuid)
+
+
+def _expects_new(claim: ConsumerClaim) -> bool:
+    return bool(claim.allocations) and claim.check_generation and claim.generation is None
+
+
+async def _create_all(
+    session: AsyncSession, claims: Sequence[ConsumerClaim], consumers: ConsumerSet
+) -> None:
+    """Every claim is for a new consumer: one insert for all of them, in uuid
+    order as one by one (so concurrent writes take the same locks in the same
+    order). A consumer that exists is a generation conflict, as it would be
+    one by one; its row is read, not locked, only to say so."""
+    created = await _insert_absent(session, claims, consumers)
+    for claim in claims:
+        ident = created.get(claim.uuid)
+        if ident is None:
+            current = await session.scalar(
+                select(Consumer.generation).where(Consumer.uuid == claim.uuid)
+            )
+            if current is None:
+                raise _created_and_removed(claim.uuid)
+            raise _generation_conflict(current, claim.generation)
+        consumers.by_uuid[claim.uuid] = LockedConsumer(claim.uuid, id=ident, created=True)
 
 
 async def lock(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> ConsumerSet:
@@ -206,7 +245,12 @@ async def lock(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> Consum
     consumer is inserted at generation 1, already settled.
     """
     consumers = await _owner_ids(session, claims)
-    for claim in sorted(claims, key=lambda c: c.uuid):
+    ordered = sorted(claims, key=lambda c: c.uuid)
+    if len(ordered) > 1 and all(_expects_new(claim) for claim in ordered):
+        # A scheduler's batch of claims: one statement instead of one per consumer.
+        await _create_all(session, ordered, consumers)
+        return consumers
+    for claim in ordered:
         consumers.by_uuid[claim.uuid] = await _lock_or_create(session, claim, consumers)
     return consumers
 

@@ -79,6 +79,28 @@ async def test_a_stale_consumer_in_the_batch_refuses_the_batch(api: PlacementCli
     assert await usages(api, rp) == {"VCPU": 1}
 
 
+async def test_new_consumers_are_created_together_unless_one_exists(
+    api: PlacementClient,
+) -> None:
+    rp = await provider_with(api, {"VCPU": {"total": 8}})
+    existing = new_uuid()
+    await put_allocations(api, existing, {rp: {"VCPU": 1}})
+    created = [new_uuid() for _ in range(3)]
+    batch = {consumer: consumer_body({rp: {"VCPU": 1}}) for consumer in created}
+    assert (await api.post("/allocations", json=batch)).status_code == 204
+    assert [(await held(api, c))["consumer_generation"] for c in created] == [1, 1, 1]
+
+    # "New" (a null generation) for a consumer that exists refuses the batch.
+    fresh = new_uuid()
+    batch = {fresh: consumer_body({rp: {"VCPU": 1}}), existing: consumer_body({rp: {"VCPU": 1}})}
+    refused = await api.post("/allocations", json=batch)
+    assert refused.status_code == 409
+    assert error(refused)["conflict"] == "consumer_generation"
+    assert "consumer generation conflict - expected 1 but got None" in error(refused)["detail"]
+    assert await held(api, fresh) == {"allocations": {}}
+    assert await usages(api, rp) == {"VCPU": 4}
+
+
 async def test_post_is_absent_before_1_13_and_versions_its_shape(api: PlacementClient) -> None:
     rp = await provider_with(api, {"VCPU": {"total": 8}})
     consumer = new_uuid()

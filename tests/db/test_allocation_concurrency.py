@@ -110,6 +110,22 @@ async def test_batches_of_consumers_are_all_or_nothing_under_contention(
     await _consistent(settings)
 
 
+async def test_batches_sharing_a_new_consumer_one_wins(
+    api: PlacementClient, settings: Settings
+) -> None:
+    rp = await provider_with(api, {"VCPU": {"total": 1000}})
+    shared = new_uuid()
+
+    def batch() -> dict[str, Any]:
+        return {consumer: consumer_body({rp: {"VCPU": 1}}) for consumer in (shared, new_uuid())}
+
+    responses = await asyncio.gather(*(api.post("/allocations", json=batch()) for _ in range(20)))
+    assert _outcomes(responses) == {(204, None): 1, (409, "consumer_generation"): 19}
+    assert (await held(api, shared))["consumer_generation"] == 1
+    assert await usages(api, rp) == {"VCPU": 2}
+    await _consistent(settings)
+
+
 async def test_writers_with_the_same_consumer_generation_one_wins(
     api: PlacementClient, settings: Settings
 ) -> None:

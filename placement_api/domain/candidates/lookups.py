@@ -174,6 +174,19 @@ async def headroom(
     return found
 
 
+async def uuids_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for batch in id_batches(session, provider_ids):
+        rows = await fetch_all(
+            session,
+            select(ResourceProvider.id, ResourceProvider.uuid).where(
+                id_in(session, ResourceProvider.id, batch)
+            ),
+        )
+        found.update((ident, uuid) for ident, uuid in rows)
+    return found
+
+
 async def parents_in_trees(session: AsyncSession, root_ids: Iterable[int]) -> dict[int, int | None]:
     found: dict[int, int | None] = {}
     for batch in id_batches(session, root_ids):

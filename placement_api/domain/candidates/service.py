@@ -16,13 +16,10 @@ import random
 from dataclasses import dataclass, field
 from typing import cast
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from placement_api.db.models import ResourceProvider
 from placement_api.domain.candidates import lookups, queries
 from placement_api.domain.candidates.collector import collector_paused
-from placement_api.domain.candidates.fetching import fetch_all, id_batches, id_in
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest, resolve
 from placement_api.domain.candidates.options import (
     SharingMap,
@@ -335,14 +332,7 @@ async def _uuids(
         return uuids
     # Providers named only in mappings (resourceless groups) may lie outside the summaries.
     missing = {p for c in candidates for ps in c.mappings.values() for p in ps} - uuids.keys()
-    for batch in id_batches(session, missing):
-        rows = await fetch_all(
-            session,
-            select(ResourceProvider.id, ResourceProvider.uuid).where(
-                id_in(session, ResourceProvider.id, batch)
-            ),
-        )
-        uuids.update((ident, uuid) for ident, uuid in rows)
+    uuids.update(await lookups.uuids_of(session, missing))
     return uuids
 
 

@@ -54,6 +54,7 @@ from placement_api.domain.candidates.fetching import (
     id_batches,
     id_in,
 )
+from placement_api.domain.candidates.lookups import uuids_of
 
 # When the summaries cover at least this share of all providers, PostgreSQL
 # reads the tables whole: planning a probe by an array of thousands of ids
@@ -151,19 +152,6 @@ async def _positions(reader: _Reader, scope: SummaryScope) -> list[Position]:
     return positions
 
 
-async def _uuids_of(session: AsyncSession, ids: set[int]) -> dict[int, str]:
-    found: dict[int, str] = {}
-    for batch in id_batches(session, ids):
-        rows = await fetch_all(
-            session,
-            select(ResourceProvider.id, ResourceProvider.uuid).where(
-                id_in(session, ResourceProvider.id, batch)
-            ),
-        )
-        found.update((ident, uuid) for ident, uuid in rows)
-    return found
-
-
 async def _add_traits(reader: _Reader, summaries: dict[int, ProviderSummary]) -> None:
     rows = await reader.rows(
         select(ProviderTrait.resource_provider_id, Trait.name)
@@ -214,7 +202,7 @@ async def _tree_uuids(
     related = chain(map(itemgetter(2), positions), map(itemgetter(3), positions))
     outside: set[int] = {i for i in related if i is not None} - uuids.keys()
     if outside:
-        uuids.update(await _uuids_of(session, outside))
+        uuids.update(await uuids_of(session, outside))
     return uuids
 
 

@@ -9,9 +9,17 @@ from dataclasses import dataclass
 
 from sqlalchemy import Select, func, literal, null, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
 
 from placement_api.db.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
-from placement_api.domain.candidates.fetching import chunked, fetch_all, id_batches, id_in
+from placement_api.domain.candidates.fetching import (
+    IdColumn,
+    T,
+    chunked,
+    fetch_all,
+    id_batches,
+    id_in,
+)
 from placement_api.domain.candidates.queries import sharing_ids
 
 
@@ -174,27 +182,24 @@ async def headroom(
     return found
 
 
-async def uuids_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, str]:
-    found: dict[int, str] = {}
-    for batch in id_batches(session, provider_ids):
+async def _by_provider(
+    session: AsyncSession, value: InstrumentedAttribute[T], where: IdColumn, ids: Iterable[int]
+) -> dict[int, T]:
+    """Provider id -> ``value`` for the providers whose ``where`` column is in ``ids``."""
+    found: dict[int, T] = {}
+    for batch in id_batches(session, ids):
         rows = await fetch_all(
-            session,
-            select(ResourceProvider.id, ResourceProvider.uuid).where(
-                id_in(session, ResourceProvider.id, batch)
-            ),
+            session, select(ResourceProvider.id, value).where(id_in(session, where, batch))
         )
-        found.update((ident, uuid) for ident, uuid in rows)
+        found.update((provider, found_value) for provider, found_value in rows)
     return found
+
+
+async def uuids_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, str]:
+    return await _by_provider(session, ResourceProvider.uuid, ResourceProvider.id, provider_ids)
 
 
 async def parents_in_trees(session: AsyncSession, root_ids: Iterable[int]) -> dict[int, int | None]:
-    found: dict[int, int | None] = {}
-    for batch in id_batches(session, root_ids):
-        rows = await fetch_all(
-            session,
-            select(ResourceProvider.id, ResourceProvider.parent_provider_id).where(
-                id_in(session, ResourceProvider.root_provider_id, batch)
-            ),
-        )
-        found.update((provider, parent) for provider, parent in rows)
-    return found
+    """Every provider of the trees with these roots -> its parent."""
+    parent, root = ResourceProvider.parent_provider_id, ResourceProvider.root_provider_id
+    return await _by_provider(session, parent, root, root_ids)

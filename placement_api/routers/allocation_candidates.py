@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain.candidates.collector import collector_paused
-from placement_api.domain.candidates.request import parse_request
+from placement_api.domain.candidates.request import CandidateRequest, parse_request
 from placement_api.domain.candidates.service import (
     CandidatesResult,
     SearchSettings,
@@ -169,11 +169,19 @@ async def list_allocation_candidates(api: ApiDep, db: DbDep) -> Response:
         all_classes=api.version.has("summaries_all_classes"),
         with_traits=api.version.has("candidates_required"),
     )
+    # The answer's objects die with _answer's frame, before the collector
+    # resumes: alive, they would all be scanned by its first pass.
     with collector_paused():
-        async with db.read() as session:
-            result = await find_candidates(session, request, settings)
-        body = {
-            "allocation_requests": _allocation_requests(result, api.version),
-            "provider_summaries": _provider_summaries(result, api.version),
-        }
-        return json_response(api.version, body, response_class=OrjsonResponse)
+        return await _answer(db, request, settings, api.version)
+
+
+async def _answer(
+    db: DbDep, request: CandidateRequest, settings: SearchSettings, version: Version
+) -> Response:
+    async with db.read() as session:
+        result = await find_candidates(session, request, settings)
+    body = {
+        "allocation_requests": _allocation_requests(result, version),
+        "provider_summaries": _provider_summaries(result, version),
+    }
+    return json_response(version, body, response_class=OrjsonResponse)

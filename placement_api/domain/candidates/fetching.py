@@ -97,3 +97,12 @@ def id_in(session: AsyncSession, column: IdColumn, ids: Sequence[int]) -> Column
     if session.get_bind().dialect.name == "postgresql":
         return column == any_(bindparam("ids", list(ids), type_=ARRAY(Integer), unique=True))
     return column.in_(ids)
+
+
+def in_bound_list(column: IdColumn, name: str, dialect: str) -> ColumnElement[bool]:
+    """``column IN`` the list of ids bound as ``name`` when the statement runs:
+    one array parameter on PostgreSQL, so that one prepared statement serves
+    lists of any length; a list expanded into parameters elsewhere."""
+    if dialect == "postgresql":
+        return column == any_(bindparam(name, type_=ARRAY(Integer)))
+    return column.in_(bindparam(name, expanding=True))

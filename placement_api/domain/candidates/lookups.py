@@ -4,7 +4,7 @@ statement (or one per batch of ids)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Select, func, literal, null, select, union_all
@@ -20,7 +20,7 @@ from placement_api.domain.candidates.fetching import (
     id_batches,
     id_in,
 )
-from placement_api.domain.candidates.queries import sharing_ids
+from placement_api.domain.candidates.queries import root_id, sharing_ids
 
 
 @dataclass(frozen=True)
@@ -138,20 +138,34 @@ async def providers_in_aggregates(
     return frozenset(provider for (provider,) in rows)
 
 
-async def traits_of_providers_having(
-    session: AsyncSession, trait_ids: Iterable[int]
-) -> dict[int, frozenset[int]]:
-    """Provider -> which of ``trait_ids`` it has, for providers having any of them."""
+@dataclass(frozen=True)
+class TraitHolders:
+    """Providers having any of some traits: which of them each has, and its root."""
+
+    traits: dict[int, frozenset[int]]
+    roots: dict[int, int]
+
+    def roots_having(self, any_of: frozenset[int]) -> frozenset[int]:
+        """Roots of the trees where some provider has one of ``any_of``."""
+        return frozenset(self.roots[p] for p, traits in self.traits.items() if traits & any_of)
+
+
+async def trait_holders(session: AsyncSession, trait_ids: Collection[int]) -> TraitHolders:
+    """The providers having any of ``trait_ids``."""
     rows = await fetch_all(
         session,
-        select(ProviderTrait.resource_provider_id, ProviderTrait.trait_id).where(
-            ProviderTrait.trait_id.in_(sorted(trait_ids))
-        ),
+        select(ProviderTrait.resource_provider_id, root_id(), ProviderTrait.trait_id)
+        .join(ResourceProvider, ResourceProvider.id == ProviderTrait.resource_provider_id)
+        .where(ProviderTrait.trait_id.in_(sorted(trait_ids))),
     )
+    roots = {provider: root for provider, root, _ in rows}
+    if len(trait_ids) == 1:
+        # The common case: every holder has the one trait; thousands share one set.
+        return TraitHolders(dict.fromkeys(roots, frozenset(trait_ids)), roots)
     found: dict[int, set[int]] = {}
-    for provider, trait in rows:
+    for provider, _, trait in rows:
         found.setdefault(provider, set()).add(trait)
-    return {provider: frozenset(traits) for provider, traits in found.items()}
+    return TraitHolders({p: frozenset(traits) for p, traits in found.items()}, roots)
 
 
 async def headroom(

@@ -16,7 +16,7 @@ serve other trees, which ``options`` decides per anchor.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 import os_traits
@@ -42,7 +42,13 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.fetching import AnySelect, IdColumn, Ts, fetch_all
+from placement_api.domain.candidates.fetching import (
+    AnySelect,
+    IdColumn,
+    Ts,
+    fetch_all,
+    in_bound_list,
+)
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
 from placement_api.domain.capacity import fits_clause
 
@@ -62,12 +68,31 @@ class RootWindow:
         return {"window_first": self.first, "window_last": self.last}
 
 
+@dataclass(frozen=True)
+class RootList:
+    """Only the trees with these roots (trees the request's filters leave)."""
+
+    roots: tuple[int, ...]
+    members: frozenset[int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "members", frozenset(self.roots))
+
+    def __contains__(self, root: int) -> bool:
+        return root in self.members
+
+    def parameters(self) -> dict[str, list[int]]:
+        return {"window_roots": list(self.roots)}
+
+
 # Windows of root ids up to this size read inventory provider by provider.
 FENCED_WINDOW = 4096
 
 # Which rows a group statement reads: every tree (None), the trees of a
-# window of root ids, or only sharing providers (which serve trees anywhere).
-RowScope = RootWindow | Literal["sharing"] | None
+# window of root ids or of a list of roots, or only sharing providers (which
+# serve trees anywhere).
+Window = RootWindow | RootList
+RowScope = Window | Literal["sharing"] | None
 
 
 def sharing_ids() -> Select[int]:
@@ -114,14 +139,14 @@ def _tree_level(
     trees too, so their rows are exempt and ``options`` checks the rule per
     tree they serve: a window leaves their rows out (they are read on their
     own), the sharing scope skips the rule, a full read waives it for them."""
-    if isinstance(scope, RootWindow):
+    if isinstance(scope, Window):
         return rule
     if scope == "sharing":
         return true()
     return or_(rule, provider.in_(sharing_ids()))
 
 
-def _root_id() -> ColumnElement[int]:
+def root_id() -> ColumnElement[int]:
     """The provider's root (itself for a root), never NULL."""
     return func.coalesce(ResourceProvider.root_provider_id, ResourceProvider.id)
 
@@ -135,18 +160,20 @@ def _tree_has_trait(any_of: frozenset[int], root: IdColumn) -> ColumnElement[boo
     )
 
 
-def _scope_condition(scope: RowScope) -> ColumnElement[bool]:
+def _scope_condition(scope: RowScope, dialect: str) -> ColumnElement[bool]:
     if scope is None:
         return true()
     if scope == "sharing":
         return ResourceProvider.id.in_(sharing_ids())
+    if isinstance(scope, RootList):
+        return in_bound_list(ResourceProvider.root_provider_id, "window_roots", dialect)
     # Bound by name, so that one statement serves every window of a search.
     return ResourceProvider.root_provider_id.between(
         bindparam("window_first", type_=Integer), bindparam("window_last", type_=Integer)
     )
 
 
-def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool) -> Select[*Ts]:
+def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool, dialect: str) -> Select[*Ts]:
     """Limit rows to the scope's providers.
 
     Planners misjudge how many inventory rows the capacity test keeps (far
@@ -157,8 +184,8 @@ def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool) -> Select[*
     if scope is None:
         return statement
     if fenced:
-        return statement.where(_scope_condition(scope))
-    chosen = select(ResourceProvider.id).where(_scope_condition(scope))
+        return statement.where(_scope_condition(scope, dialect))
+    chosen = select(ResourceProvider.id).where(_scope_condition(scope, dialect))
     providers = chosen.cte("scope_providers").prefix_with("MATERIALIZED")
     return statement.join(providers, providers.c[0] == ResourceProvider.id)
 
@@ -206,11 +233,17 @@ def _provider_filters(
 
 
 def granular_statement(
-    group: ResolvedGroup, request: ResolvedRequest, scope: RowScope = None, fenced: bool = False
+    group: ResolvedGroup,
+    request: ResolvedRequest,
+    scope: RowScope = None,
+    fenced: bool = False,
+    dialect: str = "postgresql",
 ) -> Select[int, int]:
     """Providers that alone meet a suffixed group: every class, trait and aggregate."""
     provider = ResourceProvider.id
-    statement = _in_scope(select(provider, _root_id()).select_from(ResourceProvider), scope, fenced)
+    statement = _in_scope(
+        select(provider, root_id()).select_from(ResourceProvider), scope, fenced, dialect
+    )
     # One inventory row per class, found by the (provider, class) key.
     for index, (class_id, amount) in enumerate(sorted(group.amounts.items())):
         item, condition = _fitting({class_id: amount}, fenced, f"fitting_{index}")
@@ -227,6 +260,7 @@ def unsuffixed_statement(
     scope: RowScope = None,
     tree_traits: Sequence[frozenset[int]] = (),
     fenced: bool = False,
+    dialect: str = "postgresql",
 ) -> Select[int, int, int]:
     """One row per (provider, class) the provider can supply for the unsuffixed group.
 
@@ -249,29 +283,29 @@ def unsuffixed_statement(
         conditions.append(_tree_level(_tree_has_trait(any_of, root), provider, scope))
     item, condition = _fitting(group.amounts, fenced, "fitting")
     statement = (
-        select(item.c.resource_provider_id, _root_id(), item.c.resource_class_id)
+        select(item.c.resource_provider_id, root_id(), item.c.resource_class_id)
         .select_from(ResourceProvider)
         .join(item, condition)
     )
     return (
-        _in_scope(statement, scope, fenced)
+        _in_scope(statement, scope, fenced, dialect)
         .where(*conditions)
         .order_by(root, item.c.resource_provider_id)
     )
 
 
-def _fenced(session: AsyncSession, scope: RowScope, narrow: bool) -> bool:
+def _fenced(dialect: str, scope: RowScope, narrow: bool) -> bool:
     """Read inventory provider by provider on PostgreSQL (SQLite has no
-    LATERAL) for small windows, and for full reads where the group's own
-    trait or aggregate filters leave few providers: then a few thousand index
-    probes beat a scan of every inventory row. For everything else the
-    planner's own choice is better: a rare class is found faster through its
-    index."""
+    LATERAL) for lists of roots and small windows, and for full reads where
+    the group's own trait or aggregate filters leave few providers: then a
+    few thousand index probes beat a scan of every inventory row. For
+    everything else the planner's own choice is better: a rare class is found
+    faster through its index."""
     if isinstance(scope, RootWindow):
         fits = scope.last - scope.first < FENCED_WINDOW
     else:
-        fits = scope is None and narrow
-    return fits and session.get_bind().dialect.name == "postgresql"
+        fits = isinstance(scope, RootList) or (scope is None and narrow)
+    return fits and dialect == "postgresql"
 
 
 # Statements by everything they are built from but window bounds: a search
@@ -288,7 +322,9 @@ def _statement(key: tuple[object, ...], build: Callable[[], AnySelect]) -> AnySe
 
 
 def _scope_key(scope: RowScope) -> object:
-    return "window" if isinstance(scope, RootWindow) else scope
+    if isinstance(scope, RootWindow):
+        return "window"
+    return "list" if isinstance(scope, RootList) else scope
 
 
 def _root_rules_key(request: ResolvedRequest) -> tuple[object, ...]:
@@ -298,7 +334,7 @@ def _root_rules_key(request: ResolvedRequest) -> tuple[object, ...]:
 async def _rows(
     session: AsyncSession, statement: AnySelect, scope: RowScope
 ) -> Sequence[tuple[Any, ...]]:
-    parameters = scope.parameters() if isinstance(scope, RootWindow) else None
+    parameters = scope.parameters() if isinstance(scope, Window) else None
     return await fetch_all(session, statement, parameters)
 
 
@@ -309,9 +345,10 @@ async def granular_rows(
     scope: RowScope = None,
     narrow: bool = False,
 ) -> list[tuple[int, int]]:
-    fenced = _fenced(session, scope, narrow)
-    key = ("granular", group.shape, _root_rules_key(request), _scope_key(scope), fenced)
-    statement = _statement(key, lambda: granular_statement(group, request, scope, fenced))
+    dialect = session.get_bind().dialect.name
+    fenced = _fenced(dialect, scope, narrow)
+    key = ("granular", dialect, group.shape, _root_rules_key(request), _scope_key(scope), fenced)
+    statement = _statement(key, lambda: granular_statement(group, request, scope, fenced, dialect))
     return cast(list[tuple[int, int]], await _rows(session, statement, scope))
 
 
@@ -323,9 +360,11 @@ async def unsuffixed_rows(
     tree_traits: Sequence[frozenset[int]] = (),
     narrow: bool = False,
 ) -> list[tuple[int, int, int]]:
-    fenced = _fenced(session, scope, narrow)
+    dialect = session.get_bind().dialect.name
+    fenced = _fenced(dialect, scope, narrow)
     key = (
         "unsuffixed",
+        dialect,
         group.shape,
         _root_rules_key(request),
         _scope_key(scope),
@@ -333,6 +372,6 @@ async def unsuffixed_rows(
         fenced,
     )
     statement = _statement(
-        key, lambda: unsuffixed_statement(group, request, scope, tree_traits, fenced)
+        key, lambda: unsuffixed_statement(group, request, scope, tree_traits, fenced, dialect)
     )
     return cast(list[tuple[int, int, int]], await _rows(session, statement, scope))

@@ -35,6 +35,7 @@ Combination = tuple[int, ...]
 # fills and its merged amounts; per group, the slots of its distinct providers.
 _Held = tuple[tuple[int, dict[int, int]], ...]
 _Mapped = tuple[tuple[str, tuple[int, ...]], ...]
+_NO_TRAITS: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,10 @@ class _Walk:
         # The slots with something to check, by level; with none, every
         # combination is a candidate.
         self.checked = [(i, slot) for i, slot in enumerate(self.slots) if slot.held or slot.closes]
+        # Only required traits to check: no walk state to keep.
+        self.traits_only = all(
+            not slot.held and not slot.closes_subtrees for _, slot in self.checked
+        )
         self.chosen = [0] * len(self.slots)
         self.usage: dict[tuple[int, int], int] = {}
         self.granular_holders: dict[int, int] = {}
@@ -216,6 +221,9 @@ class _Walk:
         if not self.checked:
             return product(*choices)
         if max(map(len, choices)) == 1:
+            if self.traits_only:
+                chosen = tuple([providers[0] for providers in choices])
+                return (chosen,) if self._has_required(chosen) else ()
             return self._only_choice(choices)
         return self._walk(choices)
 
@@ -252,23 +260,25 @@ class _Walk:
             else:
                 level += 1
 
-    def _only_choice(self, choices: list[Sequence[int]]) -> Iterator[Combination]:
-        """The common case of one provider per slot (flat trees): no walk needed."""
+    def _only_choice(self, choices: list[Sequence[int]]) -> list[Combination]:
+        """The common case of one provider per slot (flat trees): one
+        combination to check, so nothing stays held after the check."""
         chosen = self.chosen
         chosen[:] = [providers[0] for providers in choices]
-        held: list[int] = []
-        try:
-            for level, slot in self.checked:
-                if slot.held:
-                    if not self._take(slot, chosen[level]):
-                        return
-                    held.append(level)
-                if slot.closes and not self._closing_rules_hold(slot):
-                    return
-            yield tuple(chosen)
-        finally:
-            for level in held:
-                self._release(self.slots[level], chosen[level])
+        taken: list[int] = []
+        fits = True
+        for level, slot in self.checked:
+            if slot.held:
+                if not self._take(slot, chosen[level]):
+                    fits = False
+                    break
+                taken.append(level)
+            if slot.closes and not self._closing_rules_hold(slot):
+                fits = False
+                break
+        for level in taken:
+            self._release(self.slots[level], chosen[level])
+        return [tuple(chosen)] if fits else []
 
     def _take(self, slot: _Slot, provider: int) -> bool:
         rules = self.rules
@@ -308,13 +318,25 @@ class _Walk:
                 self.root_holders[root] = (provider, count - 1)
 
     def _closing_rules_hold(self, slot: _Slot) -> bool:
-        if slot.required:
-            traits: set[int] = set()
-            for index in self.group_slots[slot.suffix]:
-                traits |= self.rules.provider_traits.get(self.chosen[index], frozenset())
-            if not all(any_of & traits for any_of in slot.required):
-                return False
+        if slot.required and not self._group_has_required(slot, self.chosen):
+            return False
         return all(self._in_one_subtree(subtree) for subtree in slot.closes_subtrees)
+
+    def _has_required(self, chosen: Sequence[int]) -> bool:
+        """Whether every group's providers have its required traits between them."""
+        return all(
+            self._group_has_required(slot, chosen) for _, slot in self.checked if slot.required
+        )
+
+    def _group_has_required(self, slot: _Slot, chosen: Sequence[int]) -> bool:
+        held = self.rules.provider_traits
+        first, *others = self.group_slots[slot.suffix]
+        traits = held.get(chosen[first], _NO_TRAITS)
+        # Most often one of the providers (on flat trees, the only one) has them all.
+        if all(any_of & traits for any_of in slot.required):
+            return True
+        union = set(traits).union(*(held.get(chosen[index], _NO_TRAITS) for index in others))
+        return all(any_of & union for any_of in slot.required)
 
     def _in_one_subtree(self, suffixes: frozenset[str]) -> bool:
         providers = {self.chosen[i] for s in suffixes for i in self.group_slots[s]}

@@ -13,7 +13,9 @@ wanted (counted first), one read covers everything.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,7 +29,7 @@ from placement_api.domain.candidates.options import (
     granular_options,
     unsuffixed_options,
 )
-from placement_api.domain.candidates.queries import RootWindow, RowScope
+from placement_api.domain.candidates.queries import RootList, RootWindow, RowScope, Window
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search import Candidate, GroupPlan, SearchRules, search
 from placement_api.domain.candidates.summaries import (
@@ -80,12 +82,21 @@ def _next_window(scanned: int, found: int, wanted: int) -> int:
     return max(int(WINDOW_PER_CANDIDATE * (wanted - found) / per_root_id), MIN_WINDOW)
 
 
+def _listed_trees(roots: tuple[int, ...], done: int, size: int) -> Window | None:
+    return RootList(roots[done : done + size]) if done < len(roots) else None
+
+
+def _tree_range(first: int, last: int, done: int, size: int) -> Window | None:
+    start = first + done
+    return RootWindow(start, start + size - 1) if start <= last else None
+
+
 def _plan(
     group: ResolvedGroup,
     rows: Rows,
     sharing: SharingMap,
     rule: TreeRule,
-    window: RootWindow | None,
+    window: Window | None,
 ) -> GroupPlan:
     """The group's slots and their options, for the trees of ``window`` only
     (sharing providers would otherwise spread over every tree they serve)."""
@@ -138,8 +149,9 @@ class _Finder:
         self.all_sharing: frozenset[int] = frozenset()
         self._rows_by_shape: dict[tuple[object, ...], Rows] = {}
         self._sharing: dict[frozenset[int], tuple[SharingMap, list[TreeRule]]] = {}
-        self._provider_traits: dict[int, frozenset[int]] = {}
-        # Set when the request's trait and aggregate filters leave few providers.
+        self._holders = lookups.TraitHolders({}, {})
+        # Set when the request's trait and aggregate filters leave few
+        # providers but cannot name the trees they leave.
         self.narrow = False
 
     async def run(self) -> list[Candidate]:
@@ -153,35 +165,43 @@ class _Finder:
             aggregate_sets = [s for g in self.resolved.groups for s in g.member_of]
         overview = await lookups.overview(self.session, trait_sets, aggregate_sets)
         self.all_sharing = overview.sharing
-        self._provider_traits = await self._traits()
+        self._holders = await self._trait_holders()
         if stop_after is None:
             # Without a limit, or to shuffle every tree, one read covers everything.
             return await self._in_window(None, self.stop_after)
-        if self._few_providers(overview.members, stop_after):
+        few = FULL_READ_PER_CANDIDATE * stop_after
+        roots = self._anchor_roots()
+        if roots is not None and len(roots) <= few:
+            return await self._windowed(partial(_listed_trees, roots), stop_after)
+        if min(overview.members, default=few + 1) <= few:
             self.narrow = True
             return await self._in_window(None, self.stop_after)
+        return await self._windowed(partial(_tree_range, *overview.roots), stop_after)
+
+    async def _windowed(
+        self, window_at: Callable[[int, int], Window | None], stop_after: int
+    ) -> list[Candidate]:
+        """Candidates window by window: ``window_at(done, size)`` is the window
+        of ``size`` trees after the first ``done``, or None past the last."""
         found: list[Candidate] = []
-        start, last = overview.roots
-        first, size = start, max(int(WINDOW_PER_CANDIDATE * stop_after), MIN_WINDOW)
-        while first <= last and len(found) < stop_after:
-            found += await self._in_window(
-                RootWindow(first, first + size - 1), stop_after - len(found)
-            )
-            first += size
-            size = _next_window(first - start, len(found), stop_after)
+        done, size = 0, max(int(WINDOW_PER_CANDIDATE * stop_after), MIN_WINDOW)
+        while len(found) < stop_after and (window := window_at(done, size)) is not None:
+            found += await self._in_window(window, stop_after - len(found))
+            done += size
+            size = _next_window(done, len(found), stop_after)
         return found
 
-    def _few_providers(self, members: tuple[int, ...], stop_after: int) -> bool:
-        """Whether the groups' trait and aggregate filters, applied in SQL, leave
-        few enough providers to read them all at once."""
-        counts = list(members)
-        for group in self.resolved.groups:
-            if not group.granular:
-                counts += (
-                    sum(1 for traits in self._provider_traits.values() if traits & any_of)
-                    for any_of in self._tree_traits(group)
-                )
-        return bool(counts) and min(counts) <= FULL_READ_PER_CANDIDATE * stop_after
+    def _anchor_roots(self) -> tuple[int, ...] | None:
+        """The roots of the only trees that can anchor a candidate, in order,
+        as far as the unsuffixed group's tree traits tell (a tree must hold
+        one of each); None without tree traits."""
+        holding = [
+            self._holders.roots_having(any_of)
+            for group in self.resolved.groups
+            if not group.granular
+            for any_of in self._tree_traits(group)
+        ]
+        return tuple(sorted(frozenset.intersection(*holding))) if holding else None
 
     async def _group_rows(self, group: ResolvedGroup, scope: RowScope) -> Rows:
         """Rows for a group; groups of the same shape share one read."""
@@ -195,7 +215,8 @@ class _Finder:
                     self.session, group, self.resolved, scope, narrow
                 )
             else:
-                tree_traits = self._tree_traits(group)
+                # A list of roots was drawn from the tree traits' holders.
+                tree_traits = [] if isinstance(scope, RootList) else self._tree_traits(group)
                 found = await queries.unsuffixed_rows(
                     self.session, group, self.resolved, scope, tree_traits, narrow
                 )
@@ -204,11 +225,11 @@ class _Finder:
 
     def _tree_traits(self, group: ResolvedGroup) -> list[frozenset[int]]:
         """The unsuffixed group's trait sets that no sharing provider can cover."""
-        held = self._provider_traits
+        held = self._holders.traits
         sharing_traits = frozenset().union(*(held.get(p, ()) for p in self.all_sharing))
         return [any_of for any_of in group.required if not any_of & sharing_traits]
 
-    async def _rows(self, window: RootWindow | None) -> list[Rows] | None:
+    async def _rows(self, window: Window | None) -> list[Rows] | None:
         """Each group's rows; None when some group has none."""
         rows: list[Rows] = []
         for group in self.resolved.groups:
@@ -223,7 +244,7 @@ class _Finder:
             rows.append(found)
         return rows
 
-    async def _in_window(self, window: RootWindow | None, wanted: int | None) -> list[Candidate]:
+    async def _in_window(self, window: Window | None, wanted: int | None) -> list[Candidate]:
         rows = await self._rows(window)
         if rows is None:
             return []
@@ -268,19 +289,19 @@ class _Finder:
             same_subtrees=self.request.same_subtrees,
             nested_aware=self.request.nested_aware,
             headroom=headroom,
-            provider_traits=self._provider_traits,
+            provider_traits=self._holders.traits,
             root_of=root_of,
             parent_of=parent_of,
             sharing=sharing,
         )
 
-    async def _traits(self) -> dict[int, frozenset[int]]:
-        """The unsuffixed group's required traits, for providers that have any."""
+    async def _trait_holders(self) -> lookups.TraitHolders:
+        """Holders of the unsuffixed group's required traits."""
         groups = self.resolved.groups
         required = {t for g in groups if not g.granular for s in g.required for t in s}
         if not required:
-            return {}
-        return await lookups.traits_of_providers_having(self.session, required)
+            return lookups.TraitHolders({}, {})
+        return await lookups.trait_holders(self.session, required)
 
 
 async def _sharing_map(session: AsyncSession, used: frozenset[int]) -> SharingMap:

@@ -107,7 +107,7 @@ async def api_request(request: Request) -> ApiRequest:
     )
 
 
-def database(request: Request) -> Database:
+async def database(request: Request) -> Database:
     return Database(services(request).session_factory)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, or_
+from sqlalchemy import BigInteger, ColumnElement, and_, func, or_
 
 from placement_api.db.models import Inventory
 
@@ -74,6 +74,23 @@ def unit_violation(limits: InventoryLimits, amount: int) -> str | None:
     if amount % limits.step_size:
         return f"amount {amount} is not a multiple of step_size {limits.step_size}"
     return None
+
+
+# Capacity is shown as a 64-bit integer: a larger one (from a ratio far
+# beyond any real overcommit) is shown as this, the largest such integer a
+# double holds exactly (databases compute capacity as a double).
+LARGEST_SHOWN_CAPACITY = 2**63 - 1024
+
+
+def shown_capacity(dialect: str, inventory: type[Inventory] = Inventory) -> ColumnElement[int]:
+    """SQL: the inventory row's capacity as responses show it, a whole number."""
+    capacity = (inventory.total - inventory.reserved) * inventory.allocation_ratio
+    if dialect == "postgresql":
+        capped = func.least(func.trunc(capacity), LARGEST_SHOWN_CAPACITY)
+    else:
+        # SQLite's two-argument min() is its least(); its cast truncates.
+        capped = func.min(capacity, LARGEST_SHOWN_CAPACITY)
+    return capped.cast(BigInteger)
 
 
 def fits_clause(amount: int, inventory: type[Inventory] = Inventory) -> ColumnElement[bool]:

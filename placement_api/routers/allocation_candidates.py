@@ -132,22 +132,17 @@ def _allocation_requests(result: CandidatesResult, version: Version) -> list[dic
 
 
 def _provider_summaries(result: CandidatesResult, version: Version) -> dict[str, Any]:
-    # One literal per provider, the version checked once: summaries run to
-    # tens of thousands. Traits came in 1.17, tree uuids in 1.29.
-    summaries = result.summaries.values()
+    # Summaries run to tens of thousands: from 1.29 they are encoded as they
+    # are; older versions show fewer fields (traits came in 1.17).
+    uuids, summaries = result.uuids, result.summaries
     if version.has("candidates_nested"):
-        return {
-            s.uuid: {
-                "resources": s.resources,
-                "traits": s.traits,
-                "parent_provider_uuid": s.parent_uuid,
-                "root_provider_uuid": s.root_uuid,
-            }
-            for s in summaries
-        }
+        return {uuids[ident]: summary for ident, summary in summaries.items()}
     if version.has("candidates_required"):
-        return {s.uuid: {"resources": s.resources, "traits": s.traits} for s in summaries}
-    return {s.uuid: {"resources": s.resources} for s in summaries}
+        return {
+            uuids[ident]: {"resources": s.resources, "traits": s.traits}
+            for ident, s in summaries.items()
+        }
+    return {uuids[ident]: {"resources": s.resources} for ident, s in summaries.items()}
 
 
 @router.get(

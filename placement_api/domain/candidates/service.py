@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import cast
 
@@ -33,6 +33,7 @@ from placement_api.domain.candidates.queries import RootList, RootWindow, RowSco
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search import Candidate, GroupPlan, SearchRules, search
 from placement_api.domain.candidates.summaries import (
+    Prefetch,
     ProviderSummary,
     SummaryScope,
     load_summaries,
@@ -153,6 +154,7 @@ class _Finder:
         # Set when the request's trait and aggregate filters leave few
         # providers but cannot name the trees they leave.
         self.narrow = False
+        self.prefetch: Prefetch | None = None
 
     async def run(self) -> list[Candidate]:
         stop_after = None if self.shuffle is not None else self.stop_after
@@ -249,24 +251,44 @@ class _Finder:
         if rows is None:
             return []
         sharing, tree_rules = await self._sharing_for(rows)
-        plans = [
-            _plan(group, group_rows, sharing, rule, window)
-            for group, group_rows, rule in zip(self.resolved.groups, rows, tree_rules, strict=True)
-        ]
-        anchors = set(plans[0].options).intersection(*(plan.options for plan in plans[1:]))
-        order = sorted(a for a in anchors if window is None or a in window)
-        if not order:
-            return []
-        if self.shuffle is not None:
-            self.shuffle(order)
         root_of = {row[0]: row[1] for group_rows in rows for row in group_rows}
         self.root_of.update(root_of)
         rules = await self._search_rules(root_of, sharing.providers)
-        return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen)
+        try:
+            await self._prefetch_summaries(root_of, window, wanted)
+            plans = [
+                _plan(group, group_rows, sharing, rule, window)
+                for group, group_rows, rule in zip(
+                    self.resolved.groups, rows, tree_rules, strict=True
+                )
+            ]
+            anchors = set(plans[0].options).intersection(*(plan.options for plan in plans[1:]))
+            order = sorted(a for a in anchors if window is None or a in window)
+            if self.shuffle is not None:
+                self.shuffle(order)
+            return search(
+                plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen
+            )
+        finally:
+            if self.prefetch is not None:
+                await self.prefetch.settle()
+
+    async def _prefetch_summaries(
+        self, root_of: dict[int, int], window: Window | None, wanted: int | None
+    ) -> None:
+        """Start probing the summaries of the first trees the search will try
+        (one candidate from each, when ``wanted``), while options are built
+        and the search runs. Summaries are by tree, so only when nested-aware."""
+        if self.prefetch is None or self.shuffle is not None:
+            return
+        trees = sorted({root for root in root_of.values() if window is None or root in window})
+        await self.prefetch.start(self.session, trees[:wanted] if wanted else trees)
 
     async def _sharing_for(self, rows: list[Rows]) -> tuple[SharingMap, list[TreeRule]]:
         all_sharing = self.all_sharing
-        used = frozenset(row[0] for group in rows for row in group if row[0] in all_sharing)
+        used = frozenset(
+            row[0] for group in rows if all_sharing for row in group if row[0] in all_sharing
+        )
         if used not in self._sharing:
             sharing = await _sharing_map(self.session, used)
             self._sharing[used] = (sharing, await _tree_rules(self.session, self.resolved, sharing))
@@ -342,18 +364,14 @@ async def _tree_rules(
     return rules
 
 
-async def _uuids(
-    session: AsyncSession,
-    candidates: list[Candidate],
-    summaries: dict[int, ProviderSummary],
-    resourceless: bool,
+async def _with_mapped(
+    session: AsyncSession, candidates: list[Candidate], uuids: dict[int, str]
 ) -> dict[int, str]:
-    uuids = {ident: summary.uuid for ident, summary in summaries.items()}
-    if not resourceless:
-        return uuids
-    # Providers named only in mappings (resourceless groups) may lie outside the summaries.
+    """``uuids`` and those of providers named only in mappings (resourceless
+    groups), which may lie outside the summaries."""
     missing = {p for c in candidates for ps in c.mappings.values() for p in ps} - uuids.keys()
-    uuids.update(await lookups.uuids_of(session, missing))
+    if missing:
+        uuids = {**uuids, **await lookups.uuids_of(session, missing)}
     return uuids
 
 
@@ -371,22 +389,26 @@ async def _find_candidates(
     if resolved is None:
         return CandidatesResult()
     finder = _Finder(session, request, resolved, settings)
-    candidates = await finder.run()
-    if not candidates:
-        return CandidatesResult()
-    used = {provider for c in candidates for provider in c.allocations}
-    scope = SummaryScope(
-        ids=frozenset(finder.root_of[p] for p in used) if request.nested_aware else frozenset(used),
+    shape = SummaryScope(
+        ids=frozenset(),
         whole_trees=request.nested_aware,
         class_ids=None if settings.all_classes else frozenset(resolved.class_names),
         with_traits=settings.with_traits,
     )
-    summaries = await load_summaries(session, scope)
+    if request.nested_aware:
+        finder.prefetch = Prefetch(shape)
+    candidates = await finder.run()
+    if not candidates:
+        return CandidatesResult()
+    used = {provider for c in candidates for provider in c.allocations}
+    ids = frozenset(finder.root_of[p] for p in used) if request.nested_aware else frozenset(used)
+    summaries = await load_summaries(session, replace(shape, ids=ids), finder.prefetch)
+    uuids = summaries.uuids
+    if any(not g.amounts for g in resolved.groups):
+        uuids = await _with_mapped(session, candidates, uuids)
     return CandidatesResult(
         candidates=candidates,
-        summaries=summaries,
-        uuids=await _uuids(
-            session, candidates, summaries, any(not g.amounts for g in resolved.groups)
-        ),
+        summaries=summaries.providers,
+        uuids=uuids,
         class_names=resolved.class_names,
     )

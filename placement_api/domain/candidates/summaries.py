@@ -13,17 +13,17 @@ batches by id.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
-from typing import cast
+from typing import NamedTuple, cast
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
-    Float,
     Integer,
     Row,
     Select,
@@ -55,6 +55,7 @@ from placement_api.domain.candidates.fetching import (
     id_in,
 )
 from placement_api.domain.candidates.lookups import uuids_of
+from placement_api.domain.capacity import shown_capacity
 
 # When the summaries cover at least this share of all providers, PostgreSQL
 # reads the tables whole: planning a probe by an array of thousands of ids
@@ -68,20 +69,27 @@ PROBED_IN_ONE = 2000
 NO_TRAITS: tuple[str, ...] = ()
 
 Position = Row[int, str, int | None, int | None]
-# Position, trait ids, [class id, used] per inventory, capacity per inventory.
-Probed = tuple[
-    int, str, int | None, int | None, Sequence[int], Sequence[Sequence[int]], Sequence[float]
-]
+# Position, trait ids, [class id, used, capacity] per inventory.
+Probed = tuple[int, str, int | None, int | None, Sequence[int], Sequence[Sequence[int]]]
 
 
 @dataclass(slots=True)
 class ProviderSummary:
-    uuid: str
-    parent_uuid: str | None
-    root_uuid: str
-    # Class name -> {"capacity": ..., "used": ...}, as the response shows it.
+    """A provider's summary, its fields named and ordered as the newest
+    microversions show it, so the encoder writes it as it is."""
+
+    # Class name -> {"capacity": ..., "used": ...}.
     resources: dict[str, dict[str, int]]
     traits: tuple[str, ...]
+    parent_provider_uuid: str | None
+    root_provider_uuid: str
+
+
+class Summaries(NamedTuple):
+    """Summaries by provider id, and the uuid of each of those providers."""
+
+    uuids: dict[int, str]
+    providers: dict[int, ProviderSummary]
 
 
 @dataclass(frozen=True)
@@ -174,9 +182,7 @@ async def _add_resources(
     statement = select(
         Inventory.resource_provider_id,
         Inventory.resource_class_id,
-        Inventory.total,
-        Inventory.reserved,
-        Inventory.allocation_ratio,
+        shown_capacity(reader.session.get_bind().dialect.name),
         Inventory.used,
     ).order_by(Inventory.resource_provider_id, Inventory.resource_class_id)
     if scope.class_ids is not None:
@@ -186,11 +192,11 @@ async def _add_resources(
     # deleted since (its inventories first) is skipped like them.
     names = await _names(reader.session, ResourceClass.id, ResourceClass.name)
     resources_of = {ident: summary.resources for ident, summary in summaries.items()}
-    for provider, class_id, total, reserved, ratio, used in rows:
+    for provider, class_id, capacity, used in rows:
         resources = resources_of.get(provider)
         name = names.get(class_id)
         if resources is not None and name is not None:
-            resources[name] = {"capacity": int((total - reserved) * ratio), "used": used}
+            resources[name] = {"capacity": capacity, "used": used}
 
 
 async def _tree_uuids(
@@ -214,8 +220,7 @@ def _probe_statement(
     trait ids and inventories as arrays.
 
     Each array is a subquery ordered by id over the table's provider index,
-    so no sort and no grouping; capacity is left a float, as the ratio can
-    make it exceed a bigint. Built once per shape: building and compiling
+    so no sort and no grouping. Built once per shape: building and compiling
     it costs more than running it for a few hundred providers.
     """
     of_provider = Inventory.resource_provider_id == ResourceProvider.id
@@ -234,14 +239,9 @@ def _probe_statement(
         else literal_column("'{}'::integer[]", ARRAY(Integer))
     )
     scoped_by = ResourceProvider.root_provider_id if whole_trees else ResourceProvider.id
-    classes_used = (
-        select(array([Inventory.resource_class_id, Inventory.used]))
-        .where(of_provider)
-        .order_by(by_class)
-        .scalar_subquery()
-    )
-    capacities = (
-        select(func.trunc((Inventory.total - Inventory.reserved) * Inventory.allocation_ratio))
+    capacity = shown_capacity("postgresql")
+    inventories = (
+        select(array([Inventory.resource_class_id, Inventory.used, capacity]))
         .where(of_provider)
         .order_by(by_class)
         .scalar_subquery()
@@ -255,8 +255,7 @@ def _probe_statement(
             ResourceProvider.parent_provider_id,
             ResourceProvider.root_provider_id,
             trait_ids,
-            func.array(classes_used, type_=ARRAY(BigInteger, dimensions=2)),
-            func.array(capacities, type_=ARRAY(Float)),
+            func.array(inventories, type_=ARRAY(BigInteger, dimensions=2)),
         )
         .where(scoped_by == any_(bindparam("ids", type_=ARRAY(Integer))))
         .order_by(ResourceProvider.id),
@@ -285,20 +284,62 @@ async def _class_and_trait_names(
     return class_names, trait_names
 
 
-async def _probed_summaries(
-    session: AsyncSession, scope: SummaryScope
-) -> dict[int, ProviderSummary]:
+async def _probe(session: AsyncSession, scope: SummaryScope) -> list[Row[*Probed]]:
     statement = _probe_statement(scope.whole_trees, scope.class_ids, scope.with_traits)
-    batches = [
-        await fetch_all(session, statement, {"ids": batch})
-        for batch in id_batches(session, scope.ids)
-    ]
-    rows: Sequence[Row[*Probed]]
-    if len(batches) == 1:
-        rows = batches[0]
-    else:
-        # Batches of root ids each come in id order, but not together.
-        rows = sorted((row for batch in batches for row in batch), key=itemgetter(0))
+    rows: list[Row[*Probed]] = []
+    for batch in id_batches(session, scope.ids):
+        rows += await fetch_all(session, statement, {"ids": batch})
+    return rows
+
+
+class Prefetch:
+    """Summary rows probed ahead, while the search runs.
+
+    Summaries cover the trees (or providers) that candidates use, known only
+    once the search is done; the trees it may use are known before. Probing
+    them then lets PostgreSQL work while Python searches. The probe is sent
+    and left running; ``settle`` must be awaited before the session runs
+    anything else, as a connection runs one statement at a time.
+    """
+
+    def __init__(self, shape: SummaryScope) -> None:
+        self.shape = shape
+        self.covered: set[int] = set()
+        self.rows: list[Row[*Probed]] = []
+        self._running: asyncio.Task[list[Row[*Probed]]] | None = None
+
+    async def start(self, session: AsyncSession, ids: Collection[int]) -> None:
+        """Send a probe of ``ids`` (those not probed yet) and return at once;
+        nothing is sent where probing does not pay (see ``load_summaries``)."""
+        fresh = frozenset(ids) - self.covered
+        postgresql = session.get_bind().dialect.name == "postgresql"
+        if not fresh or not postgresql or len(self.covered) + len(fresh) >= PROBED_IN_ONE:
+            return
+        self.covered |= fresh
+        self._running = asyncio.ensure_future(_probe(session, replace(self.shape, ids=fresh)))
+        # One turn of the loop sends it: the probe statement is prepared already
+        # or prepared now, before anything else runs on the connection.
+        await asyncio.sleep(0)
+
+    async def settle(self) -> None:
+        if self._running is not None:
+            running, self._running = self._running, None
+            self.rows += await running
+
+
+async def _probed_summaries(
+    session: AsyncSession, scope: SummaryScope, prefetch: Prefetch | None
+) -> Summaries:
+    rows: list[Row[*Probed]] = []
+    missing = scope.ids
+    if prefetch is not None and prefetch.shape == replace(scope, ids=prefetch.shape.ids):
+        wanted = 3 if scope.whole_trees else 0
+        rows = [row for row in prefetch.rows if row[wanted] in scope.ids]
+        missing = scope.ids - prefetch.covered
+    if missing:
+        rows += await _probe(session, replace(scope, ids=frozenset(missing)))
+    # Batches each come in id order, but not together.
+    rows.sort(key=itemgetter(0))
     uuids = await _tree_uuids(session, rows)
     # Read after the rows, so every class and trait they name had been
     # created; one deleted since (after its last use) is skipped like them.
@@ -306,40 +347,43 @@ async def _probed_summaries(
         session, {trait for row in rows for trait in row[4]}
     )
     summaries: dict[int, ProviderSummary] = {}
-    for ident, uuid, parent, root, trait_ids, classes_used, capacities in rows:
+    for ident, _, parent, root, trait_ids, inventories in rows:
         resources: dict[str, dict[str, int]] = {}
-        for (class_id, used), capacity in zip(classes_used, capacities, strict=True):
+        for class_id, used, capacity in inventories:
             name = class_names.get(class_id)
             if name is not None:
-                resources[name] = {"capacity": int(capacity), "used": used}
+                resources[name] = {"capacity": capacity, "used": used}
         traits = (
             tuple(trait_names[t] for t in trait_ids if t in trait_names) if trait_ids else NO_TRAITS
         )
         summaries[ident] = ProviderSummary(
-            uuid, uuids[parent] if parent else None, uuids[root or ident], resources, traits
+            resources, traits, uuids[parent] if parent else None, uuids[root or ident]
         )
-    return summaries
+    return Summaries(uuids, summaries)
 
 
-async def _read_summaries(reader: _Reader, scope: SummaryScope) -> dict[int, ProviderSummary]:
+async def _read_summaries(reader: _Reader, scope: SummaryScope) -> Summaries:
     """Summaries from whole tables or batches of ids, part by part."""
     positions = await _positions(reader, scope)
     uuids = await _tree_uuids(reader.session, positions)
     summaries = {
         ident: ProviderSummary(
-            uuid, uuids[parent] if parent else None, uuids[root or ident], {}, NO_TRAITS
+            {}, NO_TRAITS, uuids[parent] if parent else None, uuids[root or ident]
         )
-        for ident, uuid, parent, root in positions
+        for ident, _, parent, root in positions
     }
     if scope.with_traits:
         await _add_traits(reader, summaries)
     await _add_resources(reader, scope, summaries)
-    return summaries
+    return Summaries(uuids, summaries)
 
 
-async def load_summaries(session: AsyncSession, scope: SummaryScope) -> dict[int, ProviderSummary]:
-    """Provider id -> summary, for every provider in the scope."""
+async def load_summaries(
+    session: AsyncSession, scope: SummaryScope, prefetch: Prefetch | None = None
+) -> Summaries:
+    """The summary of every provider in the scope, and the uuids of those
+    providers (and of their parents and roots)."""
     postgresql = session.get_bind().dialect.name == "postgresql"
     if postgresql and len(scope.ids) < PROBED_IN_ONE:
-        return await _probed_summaries(session, scope)
+        return await _probed_summaries(session, scope, prefetch)
     return await _read_summaries(_Reader(session, await _estimated_providers(session)), scope)

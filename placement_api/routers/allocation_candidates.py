@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -12,6 +11,7 @@ from starlette.responses import JSONResponse, Response
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.candidates.request import CandidateRequest, parse_request
+from placement_api.domain.candidates.search import Layout
 from placement_api.domain.candidates.service import (
     CandidatesResult,
     SearchSettings,
@@ -75,59 +75,64 @@ class OrjsonResponse(JSONResponse):
         return orjson.dumps(content)
 
 
-class _ResourcesBodies(dict[int, dict[str, dict[str, int]]]):
-    """``{"resources": {class name: amount}}`` by the identity of an amounts dict.
+class _Rendered:
+    """The parts of candidates that repeat, rendered once.
 
-    The search shares one amounts dict among all candidates of the same shape,
-    so tens of thousands of allocations repeat a few dicts, and the encoder
-    takes shared objects. Every amounts dict stays alive (held by the
-    candidates) while the bodies are built, so no identity is reused.
+    A search shares one layout among all candidates of the same shape, and
+    one amounts dict per provider slot of it, so tens of thousands of
+    candidates repeat a few of each: their ``{"resources": ...}`` bodies are
+    made once per amounts dict (the encoder takes shared objects). Layouts
+    and amounts dicts stay alive (held by the candidates) while the answer
+    is built, so no identity is reused.
     """
 
     def __init__(self, names: dict[int, str]) -> None:
-        super().__init__()
         self.names = names
+        self.bodies: dict[int, dict[str, dict[str, int]]] = {}
+        self.layouts: dict[int, tuple[tuple[int, dict[str, dict[str, int]]], ...]] = {}
 
-    def add(self, amounts: Iterable[dict[int, int]]) -> None:
-        names = self.names
-        for held in amounts:
-            if id(held) not in self:
-                self[id(held)] = {"resources": {names[c]: held[c] for c in sorted(held)}}
+    def body(self, amounts: dict[int, int]) -> dict[str, dict[str, int]]:
+        found = self.bodies.get(id(amounts))
+        if found is None:
+            names = self.names
+            resources = {names[c]: amounts[c] for c in sorted(amounts)}
+            found = self.bodies[id(amounts)] = {"resources": resources}
+        return found
 
-    def by_uuid(
-        self, allocations: dict[int, dict[int, int]], uuids: dict[int, str]
-    ) -> dict[str, dict[str, dict[str, int]]]:
-        try:
-            return {uuids[p]: self[id(held)] for p, held in allocations.items()}
-        except KeyError:  # amounts not seen before: once per shape of candidate
-            self.add(allocations.values())
-            return {uuids[p]: self[id(held)] for p, held in allocations.items()}
+    def held(self, layout: Layout) -> tuple[tuple[int, dict[str, dict[str, int]]], ...]:
+        """Per provider allocated: its slot, and its body."""
+        found = self.layouts.get(id(layout))
+        if found is None:
+            found = tuple((slot, self.body(amounts)) for slot, amounts in layout.held)
+            self.layouts[id(layout)] = found
+        return found
 
 
 def _allocation_requests(result: CandidatesResult, version: Version) -> list[dict[str, Any]]:
-    uuids, bodies = result.uuids, _ResourcesBodies(result.class_names)
+    uuids, rendered = result.uuids, _Rendered(result.class_names)
     if not version.has("allocations_dict_format"):
-        bodies.add(a for c in result.candidates for a in c.allocations.values())
         return [
             {
                 "allocations": [
-                    {"resource_provider": {"uuid": uuids[p]}, **bodies[id(a)]}
-                    for p, a in candidate.allocations.items()
+                    {"resource_provider": {"uuid": uuids[chosen[slot]]}, **body}
+                    for slot, body in rendered.held(layout)
                 ]
             }
-            for candidate in result.candidates
+            for chosen, layout in result.candidates
         ]
     if not version.has("candidates_mappings"):
         return [
-            {"allocations": bodies.by_uuid(candidate.allocations, uuids)}
-            for candidate in result.candidates
+            {"allocations": {uuids[chosen[slot]]: body for slot, body in rendered.held(layout)}}
+            for chosen, layout in result.candidates
         ]
     return [
         {
-            "allocations": bodies.by_uuid(allocations, uuids),
-            "mappings": {suffix: [uuids[p] for p in ps] for suffix, ps in mappings.items()},
+            "allocations": {uuids[chosen[slot]]: body for slot, body in rendered.held(layout)},
+            "mappings": {
+                suffix: [uuids[chosen[slot]] for slot in slots] for suffix, slots in layout.mapped
+            },
         }
-        for allocations, mappings in result.candidates
+        for chosen, layout in result.candidates
     ]
 
 

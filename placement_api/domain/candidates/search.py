@@ -31,10 +31,6 @@ from typing import NamedTuple
 Amounts = tuple[tuple[int, int], ...]
 # One provider per slot, in slot order.
 Combination = tuple[int, ...]
-# For a shape of combination: per provider allocated, the first slot it
-# fills and its merged amounts; per group, the slots of its distinct providers.
-_Held = tuple[tuple[int, dict[int, int]], ...]
-_Mapped = tuple[tuple[str, tuple[int, ...]], ...]
 _NO_TRAITS: frozenset[int] = frozenset()
 
 
@@ -65,11 +61,38 @@ class SearchRules:
     sharing: frozenset[int] = frozenset()
 
 
+class Layout(NamedTuple):
+    """How a shape of combination (which slots share a provider) becomes a
+    candidate; shared by every combination of that shape."""
+
+    # Per provider allocated: the first slot it fills, and its amounts
+    # (class id -> amount) merged over its slots. Read only.
+    held: tuple[tuple[int, dict[int, int]], ...]
+    # Per group suffix: the slots of its distinct providers.
+    mapped: tuple[tuple[str, tuple[int, ...]], ...]
+
+
 class Candidate(NamedTuple):
-    # A tuple, not a dataclass: searches build tens of thousands of these.
-    # The per-provider amount dicts are shared between candidates: read only.
-    allocations: dict[int, dict[int, int]]
-    mappings: dict[str, list[int]]
+    """One way to meet the request: a provider per slot, and the layout that
+    turns them into allocations and mappings. Searches find tens of
+    thousands, so they are kept in this form and rendered once, at the end."""
+
+    chosen: Combination
+    layout: Layout
+
+    @property
+    def allocations(self) -> dict[int, dict[int, int]]:
+        return {self.chosen[index]: amounts for index, amounts in self.layout.held}
+
+    @property
+    def mappings(self) -> dict[str, list[int]]:
+        chosen = self.chosen
+        return {suffix: [chosen[i] for i in slots] for suffix, slots in self.layout.mapped}
+
+    def providers(self) -> Iterator[int]:
+        """The providers allocated from."""
+        chosen = self.chosen
+        return (chosen[index] for index, _ in self.layout.held)
 
     def key(self) -> tuple[object, ...]:
         resources = sorted(
@@ -130,12 +153,7 @@ def _slots(plans: Sequence[GroupPlan], rules: SearchRules) -> list[_Slot]:
 
 
 class _Shapes:
-    """Turns a combination into a candidate.
-
-    How the slots' amounts merge per provider, and which providers each
-    group maps to, depend only on which slots share a provider; that shape is
-    worked out once and reused by every combination of the same shape.
-    """
+    """The layout of each shape of combination, worked out once per shape."""
 
     def __init__(self, slots: Sequence[_Slot]) -> None:
         self.amounts = [slot.amounts for slot in slots]
@@ -143,25 +161,17 @@ class _Shapes:
         for index, slot in enumerate(slots):
             spans.setdefault(slot.suffix, []).append(index)
         self.groups = list(spans.items())
-        self.built: dict[Combination, tuple[_Held, _Mapped]] = {}
+        self.built: dict[Combination, Layout] = {}
 
     def candidate(self, chosen: Combination) -> Candidate:
         # Per slot, the first slot with the same provider.
         shape = tuple(map(chosen.index, chosen))
-        found = self.built.get(shape)
-        if found is None:
-            found = self.built[shape] = self._build(shape)
-        held, mapped = found
-        # Plain loops: cheaper here than comprehensions (no frame each).
-        allocations = {}
-        for index, amounts in held:
-            allocations[chosen[index]] = amounts
-        mappings = {}
-        for suffix, indexes in mapped:
-            mappings[suffix] = [chosen[index] for index in indexes]
-        return Candidate(allocations, mappings)
+        layout = self.built.get(shape)
+        if layout is None:
+            layout = self.built[shape] = self._layout(shape)
+        return Candidate(chosen, layout)
 
-    def _build(self, shape: Combination) -> tuple[_Held, _Mapped]:
+    def _layout(self, shape: Combination) -> Layout:
         merged: dict[int, tuple[int, dict[int, int]]] = {}
         for index, (first, amounts) in enumerate(zip(shape, self.amounts, strict=True)):
             if not amounts:
@@ -175,7 +185,7 @@ class _Shapes:
             (suffix, tuple(dict.fromkeys(shape[i] for i in indexes)))
             for suffix, indexes in self.groups
         )
-        return tuple(merged.values()), mapped
+        return Layout(tuple(merged.values()), mapped)
 
 
 class _Walk:
@@ -393,9 +403,8 @@ def search(
             # Only a candidate made of sharing providers alone can be reached
             # from several trees; any other belongs to its anchor's tree, so
             # only those whose resources all come from sharing providers (a
-            # cheap superset of them) need their key checked. (A keys view
-            # compares without building a set.)
-            if candidate.allocations.keys() <= sharing:
+            # cheap superset of them) need their key checked.
+            if sharing and all(provider in sharing for provider in candidate.providers()):
                 key = candidate.key()
                 if key in seen:
                     continue

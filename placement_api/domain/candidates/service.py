@@ -400,7 +400,7 @@ async def _find_candidates(
     candidates = await finder.run()
     if not candidates:
         return CandidatesResult()
-    used = {provider for c in candidates for provider in c.allocations}
+    used = {provider for c in candidates for provider in c.providers()}
     ids = frozenset(finder.root_of[p] for p in used) if request.nested_aware else frozenset(used)
     summaries = await load_summaries(session, replace(shape, ids=ids), finder.prefetch)
     uuids = summaries.uuids

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -58,6 +59,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             policy_file=settings.policy_file, enforce_new_defaults=settings.enforce_new_defaults
         )
         app.state.services = Services(settings=settings, session_factory=factory, policy=policy)
+        # What start-up made (modules, the app, the policy) lives as long as
+        # the process: frozen, it is left out of the collector's full passes,
+        # which would otherwise walk it all every few large answers.
+        gc.freeze()
         try:
             yield
         finally:

@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, TypeVarTuple, cast
 
-from sqlalchemy import ColumnElement, CompoundSelect, Dialect, Integer, Row, Select, any_, bindparam
+from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
+    Dialect,
+    Integer,
+    Row,
+    Select,
+    String,
+    any_,
+    bindparam,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
@@ -99,10 +109,15 @@ def id_in(session: AsyncSession, column: IdColumn, ids: Sequence[int]) -> Column
     return column.in_(ids)
 
 
-def in_bound_list(column: IdColumn, name: str, dialect: str) -> ColumnElement[bool]:
-    """``column IN`` the list of ids bound as ``name`` when the statement runs:
-    one array parameter on PostgreSQL, so that one prepared statement serves
+def in_bound_list(
+    column: IdColumn | InstrumentedAttribute[str],
+    name: str,
+    dialect: str,
+    element_type: type[Integer] | type[String] = Integer,
+) -> ColumnElement[bool]:
+    """``column IN`` the list bound as ``name`` when the statement runs: one
+    array parameter on PostgreSQL, so that one prepared statement serves
     lists of any length; a list expanded into parameters elsewhere."""
     if dialect == "postgresql":
-        return column == any_(bindparam(name, type_=ARRAY(Integer)))
+        return column == any_(bindparam(name, type_=ARRAY(element_type)))
     return column.in_(bindparam(name, expanding=True))

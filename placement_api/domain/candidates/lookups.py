@@ -4,10 +4,9 @@ statement (or one per batch of ids)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 
-from sqlalchemy import Select, func, literal, null, select, union_all
+from sqlalchemy import Select, func, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -20,58 +19,33 @@ from placement_api.domain.candidates.fetching import (
     id_batches,
     id_in,
 )
-from placement_api.domain.candidates.queries import root_id, sharing_ids
 
 
-@dataclass(frozen=True)
-class Overview:
-    """What a search needs to know before reading any rows."""
-
-    # The lowest and highest root ids ((0, -1) when there are no providers).
-    roots: tuple[int, int]
-    sharing: frozenset[int]
-    # Per trait set, then per aggregate set asked about: how many providers
-    # have one of the traits, or are in one of the aggregates.
-    members: tuple[int, ...]
-
-
-async def overview(
+async def member_counts(
     session: AsyncSession,
     trait_sets: Sequence[frozenset[int]] = (),
     aggregate_sets: Sequence[frozenset[int]] = (),
-) -> Overview:
-    """The root id range, the sharing providers and the member counts, in one
-    round trip: rows tagged by what they tell."""
-    root = ResourceProvider.root_provider_id
-    parts: list[Select[str, int | None, int | None]] = [
-        select(literal("roots"), func.min(root), func.max(root)),
-        select(literal("sharing"), sharing_ids().subquery().c[0], null()),
-    ]
+) -> tuple[int, ...]:
+    """Per trait set, then per aggregate set: how many providers have one of
+    the traits, or are in one of the aggregates; in one round trip."""
+    parts: list[Select[int, int]] = []
     for index, traits in enumerate(trait_sets):
         parts.append(
-            select(
-                literal("members"),
-                literal(index),
-                func.count(ProviderTrait.resource_provider_id.distinct()),
-            ).where(ProviderTrait.trait_id.in_(sorted(traits)))
+            select(literal(index), func.count(ProviderTrait.resource_provider_id.distinct())).where(
+                ProviderTrait.trait_id.in_(sorted(traits))
+            )
         )
     for index, aggregates in enumerate(aggregate_sets, start=len(trait_sets)):
         parts.append(
             select(
-                literal("members"),
-                literal(index),
-                func.count(ProviderAggregate.resource_provider_id.distinct()),
+                literal(index), func.count(ProviderAggregate.resource_provider_id.distinct())
             ).where(ProviderAggregate.aggregate_id.in_(sorted(aggregates)))
         )
-    roots, sharing, members = (0, -1), set(), [0] * (len(trait_sets) + len(aggregate_sets))
-    for kind, first, second in await fetch_all(session, union_all(*parts)):
-        if kind == "roots" and first is not None and second is not None:
-            roots = (first, second)
-        elif kind == "sharing" and first is not None:
-            sharing.add(first)
-        elif kind == "members" and first is not None:
-            members[first] = int(second or 0)
-    return Overview(roots=roots, sharing=frozenset(sharing), members=tuple(members))
+    counts = [0] * len(parts)
+    if parts:
+        for index, count in await fetch_all(session, union_all(*parts)):
+            counts[index] = count
+    return tuple(counts)
 
 
 async def aggregates_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, set[int]]:
@@ -136,36 +110,6 @@ async def providers_in_aggregates(
         ),
     )
     return frozenset(provider for (provider,) in rows)
-
-
-@dataclass(frozen=True)
-class TraitHolders:
-    """Providers having any of some traits: which of them each has, and its root."""
-
-    traits: dict[int, frozenset[int]]
-    roots: dict[int, int]
-
-    def roots_having(self, any_of: frozenset[int]) -> frozenset[int]:
-        """Roots of the trees where some provider has one of ``any_of``."""
-        return frozenset(self.roots[p] for p, traits in self.traits.items() if traits & any_of)
-
-
-async def trait_holders(session: AsyncSession, trait_ids: Collection[int]) -> TraitHolders:
-    """The providers having any of ``trait_ids``."""
-    rows = await fetch_all(
-        session,
-        select(ProviderTrait.resource_provider_id, root_id(), ProviderTrait.trait_id)
-        .join(ResourceProvider, ResourceProvider.id == ProviderTrait.resource_provider_id)
-        .where(ProviderTrait.trait_id.in_(sorted(trait_ids))),
-    )
-    roots = {provider: root for provider, root, _ in rows}
-    if len(trait_ids) == 1:
-        # The common case: every holder has the one trait; thousands share one set.
-        return TraitHolders(dict.fromkeys(roots, frozenset(trait_ids)), roots)
-    found: dict[int, set[int]] = {}
-    for provider, _, trait in rows:
-        found.setdefault(provider, set()).add(trait)
-    return TraitHolders({p: frozenset(traits) for p, traits in found.items()}, roots)
 
 
 async def headroom(

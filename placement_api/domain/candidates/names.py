@@ -1,4 +1,5 @@
-"""Resolve the names a candidate request uses into database ids.
+"""Resolve the names a candidate request uses into database ids (read by
+the prelude).
 
 Unknown resource classes and traits are 400s, reported in upstream's order
 (root_required first, then group by group: classes, required, forbidden).
@@ -9,16 +10,15 @@ request unsatisfiable, so the answer is an empty list.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-
-from sqlalchemy import Select, literal, select, union_all
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import InstrumentedAttribute
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from placement_api import errors
-from placement_api.db.models import Aggregate, ResourceClass, ResourceProvider, Trait
-from placement_api.domain.candidates.fetching import IdColumn, fetch_all
 from placement_api.domain.candidates.request import CandidateRequest, RequestGroup
+
+if TYPE_CHECKING:
+    # The prelude reads the ids; its statements need these types first.
+    from placement_api.domain.candidates.prelude import Prelude
 
 
 @dataclass(frozen=True)
@@ -54,57 +54,6 @@ class ResolvedRequest:
     root_required: frozenset[int]
     root_forbidden: frozenset[int]
     class_names: dict[int, str]
-
-
-# What each row of the name lookup resolves.
-_CLASS, _TRAIT, _AGGREGATE, _TREE = "class", "trait", "aggregate", "tree"
-
-
-@dataclass
-class _Ids:
-    """Ids by name (uuid for aggregates and trees; a tree is its root's id)."""
-
-    classes: dict[str, int] = field(default_factory=dict)
-    traits: dict[str, int] = field(default_factory=dict)
-    aggregates: dict[str, int] = field(default_factory=dict)
-    trees: dict[str, int] = field(default_factory=dict)
-
-
-def _part(
-    kind: str, key: InstrumentedAttribute[str], ident: IdColumn, names: set[str]
-) -> Select[str, str, int | None]:
-    return select(literal(kind), key, ident).where(key.in_(sorted(names)))
-
-
-async def _lookup(session: AsyncSession, request: CandidateRequest) -> _Ids:
-    """Every name the request uses, in one round trip."""
-    trait_names = set(request.root_required | request.root_forbidden)
-    for group in request.groups:
-        trait_names |= group.required.names
-    aggregates = {
-        uuid for g in request.groups for uuid in g.member_of.forbidden.union(*g.member_of.any_of)
-    }
-    trees = {g.in_tree for g in request.groups if g.in_tree}
-    wanted = [
-        (_CLASS, ResourceClass.name, ResourceClass.id, request.requested_classes),
-        (_TRAIT, Trait.name, Trait.id, trait_names),
-        (_AGGREGATE, Aggregate.uuid, Aggregate.id, aggregates),
-        (_TREE, ResourceProvider.uuid, ResourceProvider.root_provider_id, trees),
-    ]
-    parts = [_part(kind, key, ident, names) for kind, key, ident, names in wanted if names]
-    found = _Ids()
-    if not parts:
-        return found
-    by_kind = {
-        _CLASS: found.classes,
-        _TRAIT: found.traits,
-        _AGGREGATE: found.aggregates,
-        _TREE: found.trees,
-    }
-    for kind, name, ident in await fetch_all(session, union_all(*parts)):
-        if ident is not None:
-            by_kind[kind][name] = ident
-    return found
 
 
 def _check_traits(found: dict[str, int], wanted: Iterable[str]) -> None:
@@ -154,9 +103,8 @@ def _resolve_group(
     )
 
 
-async def resolve(session: AsyncSession, request: CandidateRequest) -> ResolvedRequest | None:
+def resolve(request: CandidateRequest, ids: Prelude) -> ResolvedRequest | None:
     """The request in ids; None when it cannot match anything."""
-    ids = await _lookup(session, request)
     classes, traits = ids.classes, ids.traits
     _check_traits(traits, request.root_required)
     _check_traits(traits, request.root_forbidden)

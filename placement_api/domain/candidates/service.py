@@ -29,6 +29,7 @@ from placement_api.domain.candidates.options import (
     granular_options,
     unsuffixed_options,
 )
+from placement_api.domain.candidates.prelude import Prelude, read_prelude
 from placement_api.domain.candidates.queries import RootList, RootWindow, RowScope, Window
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search import Candidate, GroupPlan, SearchRules, search
@@ -138,6 +139,7 @@ class _Finder:
         request: CandidateRequest,
         resolved: ResolvedRequest,
         settings: SearchSettings,
+        prelude: Prelude,
     ) -> None:
         self.session = session
         self.request = request
@@ -147,10 +149,12 @@ class _Finder:
         self.shuffle = random.shuffle if settings.randomize else None
         self.root_of: dict[int, int] = {}
         self.seen: set[tuple[object, ...]] = set()
-        self.all_sharing: frozenset[int] = frozenset()
+        self.roots = prelude.roots
+        self.all_sharing = prelude.sharing
+        # Holders of the unsuffixed group's required traits.
+        self._holders = prelude.holders
         self._rows_by_shape: dict[tuple[object, ...], Rows] = {}
         self._sharing: dict[frozenset[int], tuple[SharingMap, list[TreeRule]]] = {}
-        self._holders = lookups.TraitHolders({}, {})
         # Set when the request's trait and aggregate filters leave few
         # providers but cannot name the trees they leave.
         self.narrow = False
@@ -165,9 +169,6 @@ class _Finder:
             # front (the unsuffixed group's traits are counted from their holders).
             trait_sets = [s for g in self.resolved.groups if g.granular for s in g.required]
             aggregate_sets = [s for g in self.resolved.groups for s in g.member_of]
-        overview = await lookups.overview(self.session, trait_sets, aggregate_sets)
-        self.all_sharing = overview.sharing
-        self._holders = await self._trait_holders()
         if stop_after is None:
             # Without a limit, or to shuffle every tree, one read covers everything.
             return await self._in_window(None, self.stop_after)
@@ -175,10 +176,11 @@ class _Finder:
         roots = self._anchor_roots()
         if roots is not None and len(roots) <= few:
             return await self._windowed(partial(_listed_trees, roots), stop_after)
-        if min(overview.members, default=few + 1) <= few:
+        members = await lookups.member_counts(self.session, trait_sets, aggregate_sets)
+        if min(members, default=few + 1) <= few:
             self.narrow = True
             return await self._in_window(None, self.stop_after)
-        return await self._windowed(partial(_tree_range, *overview.roots), stop_after)
+        return await self._windowed(partial(_tree_range, *self.roots), stop_after)
 
     async def _windowed(
         self, window_at: Callable[[int, int], Window | None], stop_after: int
@@ -317,14 +319,6 @@ class _Finder:
             sharing=sharing,
         )
 
-    async def _trait_holders(self) -> lookups.TraitHolders:
-        """Holders of the unsuffixed group's required traits."""
-        groups = self.resolved.groups
-        required = {t for g in groups if not g.granular for s in g.required for t in s}
-        if not required:
-            return lookups.TraitHolders({}, {})
-        return await lookups.trait_holders(self.session, required)
-
 
 async def _sharing_map(session: AsyncSession, used: frozenset[int]) -> SharingMap:
     if not used:
@@ -385,10 +379,11 @@ async def find_candidates(
 async def _find_candidates(
     session: AsyncSession, request: CandidateRequest, settings: SearchSettings
 ) -> CandidatesResult:
-    resolved = await resolve(session, request)
+    prelude = await read_prelude(session, request)
+    resolved = resolve(request, prelude)
     if resolved is None:
         return CandidatesResult()
-    finder = _Finder(session, request, resolved, settings)
+    finder = _Finder(session, request, resolved, settings, prelude)
     shape = SummaryScope(
         ids=frozenset(),
         whole_trees=request.nested_aware,

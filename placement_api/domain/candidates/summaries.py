@@ -20,6 +20,7 @@ from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
 from typing import NamedTuple, cast
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import (
     BigInteger,
@@ -37,6 +38,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, array
+from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -264,10 +266,12 @@ def _probe_statement(
     )
 
 
-# All class names, and the names of the traits in the array ``trait_ids``.
+# The names of the classes and traits in the arrays ``class_ids`` and ``trait_ids``.
 _NAMES = select(
     union_all(
-        select(ResourceClass.id, ResourceClass.name, literal(False, Boolean)),
+        select(ResourceClass.id, ResourceClass.name, literal(False, Boolean)).where(
+            ResourceClass.id == any_(bindparam("class_ids", type_=ARRAY(Integer)))
+        ),
         select(Trait.id, Trait.name, literal(True, Boolean)).where(
             Trait.id == any_(bindparam("trait_ids", type_=ARRAY(Integer)))
         ),
@@ -275,15 +279,38 @@ _NAMES = select(
 )
 
 
-async def _class_and_trait_names(
-    session: AsyncSession, trait_ids: set[int]
-) -> tuple[dict[int, str], dict[int, str]]:
-    """Names of all classes and of the given traits, in one round trip."""
-    class_names: dict[int, str] = {}
-    trait_names: dict[int, str] = {}
-    for ident, name, is_trait in await fetch_all(session, _NAMES, {"trait_ids": sorted(trait_ids)}):
-        (trait_names if is_trait else class_names)[ident] = name
-    return class_names, trait_names
+class _KnownNames:
+    """Class and trait names by id, kept across requests, per engine (on
+    PostgreSQL only).
+
+    A class or trait never changes its name, and PostgreSQL never hands out
+    an id twice, so a name once read stays right; only ids not seen yet cost
+    a round trip. Names of deleted ones linger unused (their inventories
+    and provider traits went first).
+    """
+
+    def __init__(self) -> None:
+        self.classes: dict[int, str] = {}
+        self.traits: dict[int, str] = {}
+
+    async def read(self, session: AsyncSession, class_ids: set[int], trait_ids: set[int]) -> None:
+        """Read the names of the ids not known yet."""
+        new_classes, new_traits = class_ids - self.classes.keys(), trait_ids - self.traits.keys()
+        if new_classes or new_traits:
+            parameters = {"class_ids": sorted(new_classes), "trait_ids": sorted(new_traits)}
+            for ident, name, is_trait in await fetch_all(session, _NAMES, parameters):
+                (self.traits if is_trait else self.classes)[ident] = name
+
+
+_KNOWN_NAMES: WeakKeyDictionary[Engine, _KnownNames] = WeakKeyDictionary()
+
+
+def _known_names(session: AsyncSession) -> _KnownNames:
+    engine = session.get_bind().engine
+    known = _KNOWN_NAMES.get(engine)
+    if known is None:
+        known = _KNOWN_NAMES[engine] = _KnownNames()
+    return known
 
 
 async def _probe(session: AsyncSession, scope: SummaryScope) -> list[Row[*Probed]]:
@@ -343,11 +370,29 @@ async def _probed_summaries(
     # Batches each come in id order, but not together.
     rows.sort(key=itemgetter(0))
     uuids = await _tree_uuids(session, rows)
-    # Read after the rows, so every class and trait they name had been
-    # created; one deleted since (after its last use) is skipped like them.
-    class_names, trait_names = await _class_and_trait_names(
-        session, {trait for row in rows for trait in row[4]}
-    )
+    known = _known_names(session)
+    summaries = _from_probed(rows, uuids, known)
+    if summaries is None:
+        # Names not known yet are read after the rows, so every class and
+        # trait they name had been created; one deleted since is skipped.
+        await known.read(
+            session,
+            {inventory[0] for row in rows for inventory in row[5]},
+            {trait for row in rows for trait in row[4]},
+        )
+        summaries = _from_probed(rows, uuids, known, complete=True)
+        assert summaries is not None
+    return Summaries(uuids, summaries)
+
+
+def _from_probed(
+    rows: Sequence[Row[*Probed]], uuids: dict[int, str], known: _KnownNames, complete: bool = False
+) -> dict[int, ProviderSummary] | None:
+    """Summaries from probed rows; None when a class or trait has a name not
+    known yet (unless the names are ``complete``: then it is skipped)."""
+    class_names, trait_names = known.classes, known.traits
+    # Providers share a few sets of traits.
+    named_traits: dict[tuple[int, ...], tuple[str, ...]] = {(): NO_TRAITS}
     summaries: dict[int, ProviderSummary] = {}
     for ident, _, parent, root, trait_ids, inventories in rows:
         resources: dict[str, dict[str, int]] = {}
@@ -355,13 +400,18 @@ async def _probed_summaries(
             name = class_names.get(class_id)
             if name is not None:
                 resources[name] = {"capacity": capacity, "used": used}
-        traits = (
-            tuple(trait_names[t] for t in trait_ids if t in trait_names) if trait_ids else NO_TRAITS
-        )
+            elif not complete:
+                return None
+        key = tuple(trait_ids)
+        traits = named_traits.get(key)
+        if traits is None:
+            if not complete and not trait_names.keys() >= set(key):
+                return None
+            traits = named_traits[key] = tuple(trait_names[t] for t in key if t in trait_names)
         summaries[ident] = ProviderSummary(
             resources, traits, uuids[parent] if parent else None, uuids[root or ident]
         )
-    return Summaries(uuids, summaries)
+    return summaries
 
 
 async def _read_summaries(reader: _Reader, scope: SummaryScope) -> Summaries:

@@ -1,0 +1,201 @@
+"""What a candidate search reads before any rows, in one round trip.
+
+The ids of the names the request uses (resource classes, traits, aggregate
+uuids, ``in_tree`` provider uuids); the range of root ids; the sharing
+providers; and the providers holding the unsuffixed group's required
+traits, with their roots. Each row is tagged with what it tells.
+
+The statement is built once per shape (which of the parts a request needs)
+and dialect; the names and uuids go as list parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Select,
+    String,
+    func,
+    literal,
+    null,
+    select,
+    union_all,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.selectable import CompoundSelect
+from sqlalchemy.util import LRUCache
+
+from placement_api.db.models import (
+    Aggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+)
+from placement_api.domain.candidates.fetching import IdColumn, fetch_all, in_bound_list
+from placement_api.domain.candidates.queries import root_id, sharing_ids
+from placement_api.domain.candidates.request import CandidateRequest
+
+# Row kinds: a name and its id, or a fact about the providers.
+_CLASS, _TRAIT, _AGGREGATE, _TREE = "class", "trait", "aggregate", "tree"
+_ROOTS, _SHARING, _HOLDER = "roots", "sharing", "holder"
+
+# (kind, name, and up to three ids)
+_Part = Select[str, str | None, int | None, int | None, int | None]
+_Prelude = CompoundSelect[str, str | None, int | None, int | None, int | None]
+
+
+@dataclass(frozen=True)
+class TraitHolders:
+    """Providers having any of some traits: which of them each has, and its root."""
+
+    traits: dict[int, frozenset[int]] = field(default_factory=dict)
+    roots: dict[int, int] = field(default_factory=dict)
+
+    def roots_having(self, any_of: frozenset[int]) -> frozenset[int]:
+        """Roots of the trees where some provider has one of ``any_of``."""
+        return frozenset(self.roots[p] for p, traits in self.traits.items() if traits & any_of)
+
+
+@dataclass
+class Prelude:
+    # Ids by name (by uuid for aggregates and trees; a tree is its root's id).
+    classes: dict[str, int] = field(default_factory=dict)
+    traits: dict[str, int] = field(default_factory=dict)
+    aggregates: dict[str, int] = field(default_factory=dict)
+    trees: dict[str, int] = field(default_factory=dict)
+    # The lowest and highest root ids ((0, -1) when there are no providers).
+    roots: tuple[int, int] = (0, -1)
+    sharing: frozenset[int] = frozenset()
+    holders: TraitHolders = field(default_factory=TraitHolders)
+
+
+def _no_id() -> ColumnElement[int | None]:
+    # Typed, so that the union's columns agree on every backend.
+    return null().cast(Integer)
+
+
+def _no_name() -> ColumnElement[str | None]:
+    return null().cast(String)
+
+
+def _named(
+    kind: str, key: InstrumentedAttribute[str], ident: IdColumn, parameter: str, dialect: str
+) -> _Part:
+    return select(literal(kind), key, ident, _no_id(), _no_id()).where(
+        in_bound_list(key, parameter, dialect, String)
+    )
+
+
+def _build(shape: tuple[bool, ...], dialect: str) -> _Prelude:
+    classes, traits, aggregates, trees, holders = shape
+    root = ResourceProvider.root_provider_id
+    parts: list[_Part] = [
+        select(literal(_ROOTS), _no_name(), func.min(root), func.max(root), _no_id()),
+        select(literal(_SHARING), _no_name(), sharing_ids().subquery().c[0], _no_id(), _no_id()),
+    ]
+    if classes:
+        parts.append(_named(_CLASS, ResourceClass.name, ResourceClass.id, "classes", dialect))
+    if traits:
+        parts.append(_named(_TRAIT, Trait.name, Trait.id, "traits", dialect))
+    if aggregates:
+        parts.append(_named(_AGGREGATE, Aggregate.uuid, Aggregate.id, "aggregates", dialect))
+    if trees:
+        parts.append(_named(_TREE, ResourceProvider.uuid, root, "trees", dialect))
+    if holders:
+        parts.append(
+            select(
+                literal(_HOLDER),
+                _no_name(),
+                ProviderTrait.resource_provider_id,
+                root_id(),
+                ProviderTrait.trait_id,
+            )
+            .join(ResourceProvider, ResourceProvider.id == ProviderTrait.resource_provider_id)
+            .join(Trait, Trait.id == ProviderTrait.trait_id)
+            .where(in_bound_list(Trait.name, "holder_traits", dialect, String))
+        )
+    return union_all(*parts)
+
+
+_STATEMENTS: LRUCache[tuple[object, ...], _Prelude] = LRUCache(64)
+
+
+def _statement(shape: tuple[bool, ...], dialect: str) -> _Prelude:
+    found = _STATEMENTS.get((shape, dialect))
+    if found is None:
+        found = _STATEMENTS[(shape, dialect)] = _build(shape, dialect)
+    return found
+
+
+def _holders(rows: list[tuple[int, int, int]]) -> TraitHolders:
+    roots = {provider: root for provider, root, _ in rows}
+    traits_of: dict[int, set[int]] = {}
+    for provider, _, trait in rows:
+        traits_of.setdefault(provider, set()).add(trait)
+    # Thousands of holders share a few sets (one, for a single trait).
+    shared: dict[frozenset[int], frozenset[int]] = {}
+    traits = {}
+    for provider, held in traits_of.items():
+        key = frozenset(held)
+        traits[provider] = shared.setdefault(key, key)
+    return TraitHolders(traits, roots)
+
+
+def _lists(request: CandidateRequest) -> dict[str, list[str]]:
+    """The names and uuids each part looks up (an empty list: no such part)."""
+    trait_names = set(request.root_required | request.root_forbidden)
+    aggregates: set[str] = set()
+    holder_traits: set[str] = set()
+    for group in request.groups:
+        trait_names |= group.required.names
+        aggregates |= group.member_of.forbidden.union(*group.member_of.any_of)
+        if not group.granular:
+            holder_traits.update(*group.required.any_of)
+    return {
+        "classes": sorted(request.requested_classes),
+        "traits": sorted(trait_names),
+        "aggregates": sorted(aggregates),
+        "trees": sorted({g.in_tree for g in request.groups if g.in_tree}),
+        "holder_traits": sorted(holder_traits),
+    }
+
+
+async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prelude:
+    lists = _lists(request)
+    dialect = session.get_bind().dialect.name
+    shape = tuple(bool(values) for values in lists.values())
+    parameters = {name: values for name, values in lists.items() if values}
+    found = Prelude()
+    by_name = {
+        _CLASS: found.classes,
+        _TRAIT: found.traits,
+        _AGGREGATE: found.aggregates,
+        _TREE: found.trees,
+    }
+    sharing: set[int] = set()
+    holders: list[tuple[int, int, int]] = []
+    for kind, name, first, second, third in await fetch_all(
+        session, _statement(shape, dialect), parameters
+    ):
+        if first is None:
+            continue  # the root range of an empty table
+        if kind == _HOLDER:
+            assert second is not None
+            assert third is not None
+            holders.append((first, second, third))
+        elif kind == _SHARING:
+            sharing.add(first)
+        elif kind == _ROOTS:
+            assert second is not None
+            found.roots = (first, second)
+        else:
+            assert name is not None
+            by_name[kind][name] = first
+    found.sharing = frozenset(sharing)
+    found.holders = _holders(holders)
+    return found

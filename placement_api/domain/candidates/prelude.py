@@ -134,6 +134,10 @@ def _statement(shape: tuple[bool, ...], dialect: str) -> _Prelude:
 
 def _holders(rows: list[tuple[int, int, int]]) -> TraitHolders:
     roots = {provider: root for provider, root, _ in rows}
+    held = {trait for _, _, trait in rows}
+    if len(held) == 1:
+        # The common case: one trait asked for, thousands of holders.
+        return TraitHolders(dict.fromkeys(roots, frozenset(held)), roots)
     traits_of: dict[int, set[int]] = {}
     for provider, _, trait in rows:
         traits_of.setdefault(provider, set()).add(trait)

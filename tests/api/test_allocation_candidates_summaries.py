@@ -123,3 +123,52 @@ async def test_summaries_before_1_17_have_no_traits(
     summaries = by_name(trees, body)
     assert summaries["ss"] == {"resources": {"DISK_GB": {"capacity": 900, "used": 0}}}
     assert summaries["h1_numa"]["resources"]["MEMORY_MB"] == {"capacity": 6144, "used": 1024}
+
+
+async def test_classes_and_traits_made_after_a_request_are_named(
+    api: PlacementClient, trees: TreeBuilder
+) -> None:
+    """Names are remembered across requests (PostgreSQL): ones made later
+    are read when first met."""
+    await get_ok(api, REQUEST)
+    await trees.set_traits("h2_numa", ["CUSTOM_NUMA", "CUSTOM_MADE_LATER"])
+    await trees.set_inventory("h2_numa", {**NUMA, "CUSTOM_LATER": 2})
+    summaries = by_name(trees, await get_ok(api, REQUEST))
+    assert set(summaries["h2_numa"]["traits"]) == {"CUSTOM_NUMA", "CUSTOM_MADE_LATER"}
+    assert summaries["h2_numa"]["resources"]["CUSTOM_LATER"] == {"capacity": 2, "used": 0}
+
+
+async def test_a_capacity_beyond_64_bits_is_shown_as_the_largest_one(
+    api: PlacementClient, trees: TreeBuilder
+) -> None:
+    await trees.provider(
+        "vast", inventory={"CUSTOM_VAST": {"total": 2_000_000_000, "allocation_ratio": 1e30}}
+    )
+    body = await get_ok(api, "/allocation_candidates?resources=CUSTOM_VAST:5")
+    assert by_name(trees, body)["vast"]["resources"] == {
+        "CUSTOM_VAST": {"capacity": 2**63 - 1024, "used": 0}
+    }
+
+
+async def test_summaries_of_trees_past_the_first_ones_tried(
+    api: PlacementClient, read_way: None
+) -> None:
+    """Summaries of the first trees the search will try are read while it
+    runs (one candidate per tree is the guess); trees used beyond those are
+    read after it."""
+    tree = TreeBuilder(api)
+    for index in range(3):
+        await tree.provider(f"cpu_only{index}", inventory={"VCPU": 4})
+    await tree.provider("full", inventory={"VCPU": 4, "MEMORY_MB": 1024})
+    body = await get_ok(api, REQUEST + "&limit=1")
+    assert by_name(tree, body) == {
+        "full": {
+            "resources": {
+                "VCPU": {"capacity": 4, "used": 0},
+                "MEMORY_MB": {"capacity": 1024, "used": 0},
+            },
+            "traits": [],
+            "parent_provider_uuid": None,
+            "root_provider_uuid": tree.uuids["full"],
+        }
+    }

@@ -14,12 +14,14 @@ from tests.support.provider_trees import TreeBuilder
 SHARES = ["MISC_SHARES_VIA_AGGREGATE"]
 
 
-@pytest.fixture(params=[0, 100], ids=["windows", "one-read-when-filters-narrow"])
+@pytest.fixture(params=[0, 100], ids=["windows", "narrow-filters"])
 async def spread(
     api: PlacementClient, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> TreeBuilder:
     """Sharing providers with the lowest and highest ids, trees between them.
-    Trait and aggregate filters either never or always skip the windows."""
+    Trait and aggregate filters either never or always count as narrow:
+    then trees are taken from the list of those holding the unsuffixed
+    group's traits, or all read at once."""
     monkeypatch.setattr(service, "MIN_WINDOW", 1)
     monkeypatch.setattr(service, "WINDOW_PER_CANDIDATE", 0.5)
     monkeypatch.setattr(service, "FULL_READ_PER_CANDIDATE", request.param)
@@ -31,7 +33,8 @@ async def spread(
             f"host{index}", inventory={"VCPU": 4, "DISK_GB": 50}, traits=traits, aggregates=["a"]
         )
     await tree.provider("nested")
-    await tree.provider("numa", parent="nested", inventory={"VCPU": 4})
+    # The trait on a child: its tree holds it, the root does not.
+    await tree.provider("numa", parent="nested", inventory={"VCPU": 4}, traits=["HW_CPU_X86_AVX2"])
     await tree.set_aggregates("nested", ["a"])
     await tree.provider("ss_high", inventory={"DISK_GB": 100}, traits=SHARES, aggregates=["a"])
     return tree
@@ -43,6 +46,8 @@ async def spread(
         "resources=VCPU:1,DISK_GB:10",
         "resources=DISK_GB:10",
         "resources=VCPU:1,DISK_GB:10&required=HW_CPU_X86_AVX2",
+        "resources=VCPU:1&required=HW_CPU_X86_AVX2",
+        "resources=VCPU:1&required=HW_CPU_X86_AVX2,!HW_CPU_X86_SSE",
         "resources=VCPU:1,DISK_GB:10&member_of={a}",
         "resources1=VCPU:1&resources2=DISK_GB:10&group_policy=isolate",
         "resources1=VCPU:1&resources2=VCPU:1&resources3=DISK_GB:10&group_policy=none",

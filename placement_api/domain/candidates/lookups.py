@@ -19,6 +19,7 @@ from placement_api.domain.candidates.fetching import (
     id_batches,
     id_in,
 )
+from placement_api.domain.candidates.queries import Window, scope_condition
 
 
 async def member_counts(
@@ -63,21 +64,26 @@ async def aggregates_of(session: AsyncSession, provider_ids: Iterable[int]) -> d
 
 
 async def roots_by_aggregate(
-    session: AsyncSession, aggregate_ids: Iterable[int]
+    session: AsyncSession, aggregate_ids: Iterable[int], window: Window | None = None
 ) -> dict[int, set[int]]:
-    """For each aggregate, the roots of the trees that have a member in it."""
+    """For each aggregate, the roots of the trees (in ``window``, when given)
+    that have a member in it."""
     found: dict[int, set[int]] = {}
+    root = ResourceProvider.root_provider_id
+    dialect = session.get_bind().dialect.name
     for batch in chunked(sorted(aggregate_ids)):
-        rows = await fetch_all(
-            session,
-            select(ProviderAggregate.aggregate_id, ResourceProvider.root_provider_id)
+        statement = (
+            select(ProviderAggregate.aggregate_id, root)
             .join(ResourceProvider, ResourceProvider.id == ProviderAggregate.resource_provider_id)
             .where(ProviderAggregate.aggregate_id.in_(batch))
-            .distinct(),
+            .distinct()
         )
-        for aggregate, root in rows:
-            if root is not None:
-                found.setdefault(aggregate, set()).add(root)
+        if window is not None:
+            statement = statement.where(scope_condition(window, dialect))
+        parameters = window.parameters() if window is not None else None
+        for aggregate, found_root in await fetch_all(session, statement, parameters):
+            if found_root is not None:
+                found.setdefault(aggregate, set()).add(found_root)
     return found
 
 

@@ -160,7 +160,9 @@ def _tree_has_trait(any_of: frozenset[int], root: IdColumn) -> ColumnElement[boo
     )
 
 
-def _scope_condition(scope: RowScope, dialect: str) -> ColumnElement[bool]:
+def scope_condition(scope: RowScope, dialect: str) -> ColumnElement[bool]:
+    """The providers in scope; a window's bounds are bound when the statement
+    runs (``window.parameters()``), so that one statement serves every window."""
     if scope is None:
         return true()
     if scope == "sharing":
@@ -184,8 +186,8 @@ def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool, dialect: st
     if scope is None:
         return statement
     if fenced:
-        return statement.where(_scope_condition(scope, dialect))
-    chosen = select(ResourceProvider.id).where(_scope_condition(scope, dialect))
+        return statement.where(scope_condition(scope, dialect))
+    chosen = select(ResourceProvider.id).where(scope_condition(scope, dialect))
     providers = chosen.cte("scope_providers").prefix_with("MATERIALIZED")
     return statement.join(providers, providers.c[0] == ResourceProvider.id)
 

@@ -154,7 +154,7 @@ class _Finder:
         # Holders of the unsuffixed group's required traits.
         self._holders = prelude.holders
         self._rows_by_shape: dict[tuple[object, ...], Rows] = {}
-        self._sharing: dict[frozenset[int], tuple[SharingMap, list[TreeRule]]] = {}
+        self._tree_rules: dict[frozenset[int], list[TreeRule]] = {}
         # Set when the request's trait and aggregate filters leave few
         # providers but cannot name the trees they leave.
         self.narrow = False
@@ -252,7 +252,7 @@ class _Finder:
         rows = await self._rows(window)
         if rows is None:
             return []
-        sharing, tree_rules = await self._sharing_for(rows)
+        sharing, tree_rules = await self._sharing_for(rows, window)
         root_of = {row[0]: row[1] for group_rows in rows for row in group_rows}
         self.root_of.update(root_of)
         rules = await self._search_rules(root_of, sharing.providers)
@@ -286,15 +286,19 @@ class _Finder:
         trees = sorted({root for root in root_of.values() if window is None or root in window})
         await self.prefetch.start(self.session, trees[:wanted] if wanted else trees)
 
-    async def _sharing_for(self, rows: list[Rows]) -> tuple[SharingMap, list[TreeRule]]:
+    async def _sharing_for(
+        self, rows: list[Rows], window: Window | None
+    ) -> tuple[SharingMap, list[TreeRule]]:
+        """The sharing providers the rows name, the trees of the window they
+        serve, and the groups' tree rules."""
         all_sharing = self.all_sharing
         used = frozenset(
             row[0] for group in rows if all_sharing for row in group if row[0] in all_sharing
         )
-        if used not in self._sharing:
-            sharing = await _sharing_map(self.session, used)
-            self._sharing[used] = (sharing, await _tree_rules(self.session, self.resolved, sharing))
-        return self._sharing[used]
+        if used not in self._tree_rules:
+            self._tree_rules[used] = await _tree_rules(self.session, self.resolved, used)
+        sharing = await _sharing_map(self.session, used, window)
+        return sharing, self._tree_rules[used]
 
     async def _search_rules(self, root_of: dict[int, int], sharing: frozenset[int]) -> SearchRules:
         seen: set[int] = set()
@@ -320,11 +324,13 @@ class _Finder:
         )
 
 
-async def _sharing_map(session: AsyncSession, used: frozenset[int]) -> SharingMap:
+async def _sharing_map(
+    session: AsyncSession, used: frozenset[int], window: Window | None
+) -> SharingMap:
     if not used:
         return SharingMap()
     aggregates = await lookups.aggregates_of(session, used)
-    roots = await lookups.roots_by_aggregate(session, set().union(*aggregates.values()))
+    roots = await lookups.roots_by_aggregate(session, set().union(*aggregates.values()), window)
     anchors = {
         provider: frozenset().union(*(roots.get(a, set()) for a in aggregates.get(provider, ())))
         for provider in used
@@ -337,11 +343,11 @@ async def _sharing_map(session: AsyncSession, used: frozenset[int]) -> SharingMa
 
 
 async def _tree_rules(
-    session: AsyncSession, request: ResolvedRequest, sharing: SharingMap
+    session: AsyncSession, request: ResolvedRequest, sharing: frozenset[int]
 ) -> list[TreeRule]:
     """Per group, the tree-level rules applied to the trees sharing providers serve."""
     base = TreeRule(root_required=request.root_required, root_forbidden=request.root_forbidden)
-    if not sharing.providers:
+    if not sharing:
         return [base for _ in request.groups]
     root_traits = {}
     if request.root_required or request.root_forbidden:

@@ -5,8 +5,9 @@ each size N, the same generated data is loaded with COPY into two PostgreSQL
 databases: one for our server (uvicorn) and one for upstream Placement (the
 ``openstack-placement`` package from PyPI, in its own venv under
 var/bench/upstream-venv, served by uWSGI). Then the same queries are sent to
-both, one at a time over HTTP, and p50/p95 latencies are reported with the
-ratio upstream/ours.
+both, one request at a time over HTTP, taking turns between the two servers
+(so that the machine's drift over a run weighs on both alike), and p50/p95
+latencies are reported with the ratio upstream/ours.
 
     python bench/candidates_bench.py                 # N=1000 and 10,000, both variants
     python bench/candidates_bench.py --quick         # N=1000, 5 requests per query
@@ -24,6 +25,7 @@ import os
 import statistics
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -112,36 +114,62 @@ class QueryResult:
         return self.upstream.p50 / self.ours.p50
 
 
-def measure(
-    base_url: str, server: str, path: str, reps: int, budget_s: float, timeout: float
-) -> Timing:
-    """Sequential requests: 2 warm-ups, then up to ``reps`` timed ones within ``budget_s``."""
-    timing = Timing(server)
+class Series:
+    """One server's requests for one query: 2 warm-ups, then up to ``reps``
+    timed ones within ``budget_s`` (a request slower than a third of the
+    budget counts at once)."""
+
+    def __init__(
+        self, client: httpx.Client, server: str, path: str, reps: int, budget_s: float
+    ) -> None:
+        self.client, self.path = client, path
+        self.reps, self.budget_s = reps, budget_s
+        self.timing = Timing(server)
+        self.sent = 0
+        self.started: float | None = None
+
+    def done(self) -> bool:
+        if self.timing.error is not None or self.sent >= self.reps + 2:
+            return True
+        spent = time.monotonic() - self.started if self.started is not None else 0.0
+        return spent > self.budget_s and bool(self.timing.samples_ms)
+
+    def step(self) -> None:
+        if self.started is None:
+            self.started = time.monotonic()
+        self.sent += 1
+        begin = time.perf_counter()
+        try:
+            response = self.client.get(self.path)
+        except httpx.HTTPError as exc:
+            self.timing.error = f"{type(exc).__name__} after {time.perf_counter() - begin:.0f} s"
+            return
+        elapsed_ms = (time.perf_counter() - begin) * 1000
+        if response.status_code != 200:
+            self.timing.error = f"HTTP {response.status_code}: {response.text[:200]}"
+            return
+        self.timing.candidates = len(response.json()["allocation_requests"])
+        if self.sent > 2 or elapsed_ms > self.budget_s * 1000 / 3:
+            self.timing.samples_ms.append(elapsed_ms)
+
+
+def measure(series: list[Series]) -> None:
+    """Requests one at a time, taking turns between the servers, so that the
+    machine's drift over a run weighs on both alike."""
+    while not all(s.done() for s in series):
+        for one in series:
+            if not one.done():
+                one.step()
+
+
+def _client(base_url: str, timeout: float) -> httpx.Client:
     # A fresh connection per request: uWSGI's http-socket does not keep connections alive.
-    with httpx.Client(
+    return httpx.Client(
         base_url=base_url,
         headers={**servers.HEADERS, **VERSION},
         timeout=timeout,
         limits=httpx.Limits(max_keepalive_connections=0),
-    ) as client:
-        started = time.monotonic()
-        for attempt in range(reps + 2):
-            begin = time.perf_counter()
-            try:
-                response = client.get(path)
-            except httpx.HTTPError as exc:
-                timing.error = f"{type(exc).__name__} after {time.perf_counter() - begin:.0f} s"
-                return timing
-            elapsed_ms = (time.perf_counter() - begin) * 1000
-            if response.status_code != 200:
-                timing.error = f"HTTP {response.status_code}: {response.text[:200]}"
-                return timing
-            timing.candidates = len(response.json()["allocation_requests"])
-            if attempt >= 2 or elapsed_ms > budget_s * 1000 / 3:
-                timing.samples_ms.append(elapsed_ms)
-            if time.monotonic() - started > budget_s and timing.samples_ms:
-                break
-    return timing
+    )
 
 
 @dataclass
@@ -159,6 +187,8 @@ class Options:
 def run_size(
     options: Options, variant: str, hosts: int, upstream_bin: Path | None
 ) -> list[QueryResult]:
+    """Both servers up at once on the same data, each query timed on both,
+    taking turns."""
     dataset = data.generate(hosts, nested=variant == "nested")
     work = options.out_dir / f"candidates-{variant}-{hosts}"
     work.mkdir(parents=True, exist_ok=True)
@@ -169,33 +199,49 @@ def run_size(
     url = servers.prepare_ours(options.admin_dsn, ours_db)
     asyncio.run(data.load(servers.server_dsn(options.admin_dsn, ours_db), dataset, data.OURS))
     plan = queries(variant, dataset)
-    results: dict[str, QueryResult] = {}
-    with servers.ours_server(url, work / "ours.log") as base_url:
-        for query in plan:
-            timing = measure(base_url, "ours", query.path, options.reps, options.budget_s, 120)
-            results[query.name] = QueryResult(variant, hosts, query.name, query.path, timing, None)
-            print(f"  ours     {query.name:45s} {_fmt(timing)}", flush=True)
-    if upstream_bin is not None:
-        config = work / "upstream-config"
-        servers.prepare_upstream(upstream_bin, options.admin_dsn, upstream_db, config)
-        log, timeout = work / "upstream.log", options.upstream_timeout
-        with servers.upstream_server(
-            upstream_bin, config, log, request_timeout=timeout
-        ) as base_url:
+    results: list[QueryResult] = []
+    timeout = options.upstream_timeout
+    with ExitStack() as stack:
+        ours_url = stack.enter_context(servers.ours_server(url, work / "ours.log"))
+        upstream_url = None
+        if upstream_bin is not None:
+            config = work / "upstream-config"
+            servers.prepare_upstream(upstream_bin, options.admin_dsn, upstream_db, config)
+            upstream_url = stack.enter_context(
+                servers.upstream_server(
+                    upstream_bin, config, work / "upstream.log", request_timeout=timeout
+                )
+            )
             asyncio.run(
                 data.load(
                     servers.server_dsn(options.admin_dsn, upstream_db), dataset, data.UPSTREAM
                 )
             )
-            for query in plan:
-                timing = measure(
-                    base_url, "upstream", query.path, options.reps, options.budget_s, timeout + 10
+        for query in plan:
+            ours = Series(
+                stack.enter_context(_client(ours_url, 120)),
+                "ours",
+                query.path,
+                options.reps,
+                options.budget_s,
+            )
+            series = [ours]
+            if upstream_url is not None:
+                client = stack.enter_context(_client(upstream_url, timeout + 10))
+                series.append(
+                    Series(client, "upstream", query.path, options.reps, options.budget_s)
                 )
-                results[query.name].upstream = timing
-                print(f"  upstream {query.name:45s} {_fmt(timing)}", flush=True)
+            measure(series)
+            upstream = series[1].timing if len(series) > 1 else None
+            results.append(
+                QueryResult(variant, hosts, query.name, query.path, ours.timing, upstream)
+            )
+            for one in series:
+                print(f"  {one.timing.server:8s} {query.name:45s} {_fmt(one.timing)}", flush=True)
+    if upstream_bin is not None:
         asyncio.run(servers.drop_database(options.admin_dsn, upstream_db))
     asyncio.run(servers.drop_database(options.admin_dsn, ours_db))
-    return list(results.values())
+    return results
 
 
 def _fmt(timing: Timing) -> str:

@@ -2,8 +2,9 @@
 
 The ids of the names the request uses (resource classes, traits, aggregate
 uuids, ``in_tree`` provider uuids); the range of root ids; the sharing
-providers; and the providers holding the unsuffixed group's required
-traits, with their roots. Each row is tagged with what it tells.
+providers; the providers holding the unsuffixed group's required traits,
+with their roots; and on PostgreSQL its estimate of the provider count.
+Each row is tagged with what it tells.
 
 The statement is built once per shape (which of the parts a request needs)
 and dialect; the names and uuids go as list parameters.
@@ -18,10 +19,13 @@ from sqlalchemy import (
     Integer,
     Select,
     String,
+    column,
     func,
     literal,
+    literal_column,
     null,
     select,
+    table,
     union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -42,7 +46,7 @@ from placement_api.domain.candidates.request import CandidateRequest
 
 # Row kinds: a name and its id, or a fact about the providers.
 _CLASS, _TRAIT, _AGGREGATE, _TREE = "class", "trait", "aggregate", "tree"
-_ROOTS, _SHARING, _HOLDER = "roots", "sharing", "holder"
+_ROOTS, _SHARING, _HOLDER, _ESTIMATE = "roots", "sharing", "holder", "estimate"
 
 # (kind, name, and up to three ids)
 _Part = Select[str, str | None, int | None, int | None, int | None]
@@ -72,6 +76,8 @@ class Prelude:
     roots: tuple[int, int] = (0, -1)
     sharing: frozenset[int] = frozenset()
     holders: TraitHolders = field(default_factory=TraitHolders)
+    # PostgreSQL's estimate of the provider count (0: none, as on SQLite).
+    estimated_providers: int = 0
 
 
 def _no_id() -> ColumnElement[int | None]:
@@ -106,6 +112,21 @@ def _build(shape: tuple[bool, ...], dialect: str) -> _Prelude:
         parts.append(_named(_AGGREGATE, Aggregate.uuid, Aggregate.id, "aggregates", dialect))
     if trees:
         parts.append(_named(_TREE, ResourceProvider.uuid, root, "trees", dialect))
+    if dialect == "postgresql":
+        # The planner's estimate of the provider count (what ANALYZE saw).
+        statistics = table("pg_class", column("reltuples"), column("oid"))
+        providers: ColumnElement[object] = literal_column(
+            f"'{ResourceProvider.__tablename__}'::regclass"
+        )
+        parts.append(
+            select(
+                literal(_ESTIMATE),
+                _no_name(),
+                statistics.c.reltuples.cast(Integer),
+                _no_id(),
+                _no_id(),
+            ).where(statistics.c.oid == providers)
+        )
     if holders:
         parts.append(
             select(
@@ -197,6 +218,8 @@ async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prel
         elif kind == _ROOTS:
             assert second is not None
             found.roots = (first, second)
+        elif kind == _ESTIMATE:
+            found.estimated_providers = max(first, 0)
         else:
             assert name is not None
             by_name[kind][name] = first

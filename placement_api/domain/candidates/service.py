@@ -1,13 +1,17 @@
 """Find allocation candidates: resolve names, query per group, search, summarise.
 
-With a ``limit`` (or the configured cap) the trees are taken in windows of
-root ids, smallest first, until enough candidates are found; each window is
+With a ``limit`` (or the configured cap) the trees are taken in windows,
+smallest root id first, until enough candidates are found; each window is
 sized from the yield of the ones before. A request for 1,000 candidates among
 10,000 hosts reads the rows of the first thousand or few thousand trees, not
-all of them. Sharing providers serve trees anywhere, so their rows are read
-once, apart. Without a limit, when candidates are to be randomised, or when
-the request's traits and aggregates leave only a few providers per candidate
-wanted (counted first), one read covers everything.
+all of them. When the unsuffixed group requires traits that only a few trees
+hold, the windows are slices of the list of those trees' roots; otherwise
+they are ranges of root ids. Sharing providers serve trees anywhere, so
+their rows are read once, apart. Without a limit, when candidates are to be
+randomised, or when other trait and aggregate filters leave only a few
+providers per candidate wanted (counted first), one read covers everything.
+The summaries of the trees a window's search will try first are read while
+it runs.
 """
 
 from __future__ import annotations
@@ -162,13 +166,6 @@ class _Finder:
 
     async def run(self) -> list[Candidate]:
         stop_after = None if self.shuffle is not None else self.stop_after
-        trait_sets: list[frozenset[int]] = []
-        aggregate_sets: list[frozenset[int]] = []
-        if stop_after is not None:
-            # Filters applied in SQL that may leave few providers, counted up
-            # front (the unsuffixed group's traits are counted from their holders).
-            trait_sets = [s for g in self.resolved.groups if g.granular for s in g.required]
-            aggregate_sets = [s for g in self.resolved.groups for s in g.member_of]
         if stop_after is None:
             # Without a limit, or to shuffle every tree, one read covers everything.
             return await self._in_window(None, self.stop_after)
@@ -176,7 +173,13 @@ class _Finder:
         roots = self._anchor_roots()
         if roots is not None and len(roots) <= few:
             return await self._windowed(partial(_listed_trees, roots), stop_after)
-        members = await lookups.member_counts(self.session, trait_sets, aggregate_sets)
+        # Other filters applied in SQL that may leave few providers, counted first.
+        groups = self.resolved.groups
+        members = await lookups.member_counts(
+            self.session,
+            [any_of for g in groups if g.granular for any_of in g.required],
+            [any_of for g in groups for any_of in g.member_of],
+        )
         if min(members, default=few + 1) <= few:
             self.narrow = True
             return await self._in_window(None, self.stop_after)
@@ -397,13 +400,15 @@ async def _find_candidates(
         with_traits=settings.with_traits,
     )
     if request.nested_aware:
-        finder.prefetch = Prefetch(shape)
+        finder.prefetch = Prefetch(shape, prelude.estimated_providers)
     candidates = await finder.run()
     if not candidates:
         return CandidatesResult()
     used = {provider for c in candidates for provider in c.providers()}
     ids = frozenset(finder.root_of[p] for p in used) if request.nested_aware else frozenset(used)
-    summaries = await load_summaries(session, replace(shape, ids=ids), finder.prefetch)
+    summaries = await load_summaries(
+        session, replace(shape, ids=ids), finder.prefetch, prelude.estimated_providers
+    )
     uuids = summaries.uuids
     if any(not g.amounts for g in resolved.groups):
         uuids = await _with_mapped(session, candidates, uuids)

@@ -106,6 +106,20 @@ class SummaryScope:
     with_traits: bool = True
 
 
+def _covers_most(estimated_providers: float, count: int) -> bool:
+    return 0 < estimated_providers <= count / WHOLE_TABLE_SHARE
+
+
+def _probed(session: AsyncSession, count: int, estimated_providers: float) -> bool:
+    """Whether summaries of ``count`` ids are read by one probing statement:
+    on PostgreSQL, for a few of many providers."""
+    return (
+        session.get_bind().dialect.name == "postgresql"
+        and count < PROBED_IN_ONE
+        and not _covers_most(estimated_providers, count)
+    )
+
+
 class _Reader:
     """Reads rows of the providers in scope, probing by id or reading whole tables."""
 
@@ -114,7 +128,7 @@ class _Reader:
         self.estimated_providers = estimated_providers
 
     def covers_most(self, count: int) -> bool:
-        return 0 < self.estimated_providers <= count / WHOLE_TABLE_SHARE
+        return _covers_most(self.estimated_providers, count)
 
     async def rows(
         self, statement: Select[*Ts], column: IdColumn, ids: Collection[int]
@@ -331,8 +345,9 @@ class Prefetch:
     anything else, as a connection runs one statement at a time.
     """
 
-    def __init__(self, shape: SummaryScope) -> None:
+    def __init__(self, shape: SummaryScope, estimated_providers: float) -> None:
         self.shape = shape
+        self.estimated_providers = estimated_providers
         self.covered: set[int] = set()
         self.rows: list[Row[*Probed]] = []
         self._running: asyncio.Task[list[Row[*Probed]]] | None = None
@@ -341,13 +356,14 @@ class Prefetch:
         """Send a probe of ``ids`` (those not probed yet) and return at once;
         nothing is sent where probing does not pay (see ``load_summaries``)."""
         fresh = frozenset(ids) - self.covered
-        postgresql = session.get_bind().dialect.name == "postgresql"
-        if not fresh or not postgresql or len(self.covered) + len(fresh) >= PROBED_IN_ONE:
+        count = len(self.covered) + len(fresh)
+        if not fresh or not _probed(session, count, self.estimated_providers):
             return
         self.covered |= fresh
         self._running = asyncio.ensure_future(_probe(session, replace(self.shape, ids=fresh)))
-        # One turn of the loop sends it: the probe statement is prepared already
-        # or prepared now, before anything else runs on the connection.
+        # One turn of the loop sends it, on a connection that has prepared the
+        # statement before (else it sends the preparation, and the probe
+        # itself only once the search is done).
         await asyncio.sleep(0)
 
     async def settle(self) -> None:
@@ -431,11 +447,16 @@ async def _read_summaries(reader: _Reader, scope: SummaryScope) -> Summaries:
 
 
 async def load_summaries(
-    session: AsyncSession, scope: SummaryScope, prefetch: Prefetch | None = None
+    session: AsyncSession,
+    scope: SummaryScope,
+    prefetch: Prefetch | None = None,
+    estimated_providers: float | None = None,
 ) -> Summaries:
     """The summary of every provider in the scope, and the uuids of those
-    providers (and of their parents and roots)."""
-    postgresql = session.get_bind().dialect.name == "postgresql"
-    if postgresql and len(scope.ids) < PROBED_IN_ONE:
+    providers (and of their parents and roots). ``estimated_providers`` is
+    PostgreSQL's estimate of the provider count, read here when not given."""
+    if estimated_providers is None:
+        estimated_providers = await _estimated_providers(session)
+    if _probed(session, len(scope.ids), estimated_providers):
         return await _probed_summaries(session, scope, prefetch)
-    return await _read_summaries(_Reader(session, await _estimated_providers(session)), scope)
+    return await _read_summaries(_Reader(session, estimated_providers), scope)

@@ -5,9 +5,9 @@ each size N, the same generated data is loaded with COPY into two PostgreSQL
 databases: one for our server (uvicorn) and one for upstream Placement (the
 ``openstack-placement`` package from PyPI, in its own venv under
 var/bench/upstream-venv, served by uWSGI). Then the same queries are sent to
-both, one request at a time over HTTP, taking turns between the two servers
-(so that the machine's drift over a run weighs on both alike), and p50/p95
-latencies are reported with the ratio upstream/ours.
+both, one request at a time over HTTP, query by query (both servers are up
+at once, so that the machine's drift over a run weighs on both alike), and
+p50/p95 latencies are reported with the ratio upstream/ours.
 
     python bench/candidates_bench.py                 # N=1000 and 10,000, both variants
     python bench/candidates_bench.py --quick         # N=1000, 5 requests per query
@@ -154,12 +154,13 @@ class Series:
 
 
 def measure(series: list[Series]) -> None:
-    """Requests one at a time, taking turns between the servers, so that the
-    machine's drift over a run weighs on both alike."""
-    while not all(s.done() for s in series):
-        for one in series:
-            if not one.done():
-                one.step()
+    """Each server's requests back to back (warm, as a server busy with such
+    requests is), one server after the other, query by query: the machine's
+    drift over a run weighs on both alike, and neither pays for the other's
+    work in its caches."""
+    for one in series:
+        while not one.done():
+            one.step()
 
 
 def _client(base_url: str, timeout: float) -> httpx.Client:
@@ -187,8 +188,8 @@ class Options:
 def run_size(
     options: Options, variant: str, hosts: int, upstream_bin: Path | None
 ) -> list[QueryResult]:
-    """Both servers up at once on the same data, each query timed on both,
-    taking turns."""
+    """Both servers up at once on the same data, each query timed on one,
+    then the other."""
     dataset = data.generate(hosts, nested=variant == "nested")
     work = options.out_dir / f"candidates-{variant}-{hosts}"
     work.mkdir(parents=True, exist_ok=True)

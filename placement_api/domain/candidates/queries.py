@@ -169,7 +169,6 @@ def scope_condition(scope: RowScope, dialect: str) -> ColumnElement[bool]:
         return ResourceProvider.id.in_(sharing_ids())
     if isinstance(scope, RootList):
         return in_bound_list(ResourceProvider.root_provider_id, "window_roots", dialect)
-    # Bound by name, so that one statement serves every window of a search.
     return ResourceProvider.root_provider_id.between(
         bindparam("window_first", type_=Integer), bindparam("window_last", type_=Integer)
     )

@@ -82,9 +82,9 @@ def unit_violation(limits: InventoryLimits, amount: int) -> str | None:
 LARGEST_SHOWN_CAPACITY = 2**63 - 1024
 
 
-def shown_capacity(dialect: str, inventory: type[Inventory] = Inventory) -> ColumnElement[int]:
+def shown_capacity(dialect: str) -> ColumnElement[int]:
     """SQL: the inventory row's capacity as responses show it, a whole number."""
-    capacity = (inventory.total - inventory.reserved) * inventory.allocation_ratio
+    capacity = (Inventory.total - Inventory.reserved) * Inventory.allocation_ratio
     if dialect == "postgresql":
         capped = func.least(func.trunc(capacity), LARGEST_SHOWN_CAPACITY)
     else:

@@ -407,7 +407,7 @@ async def _find_candidates(
     used = {provider for c in candidates for provider in c.providers()}
     ids = frozenset(finder.root_of[p] for p in used) if request.nested_aware else frozenset(used)
     summaries = await load_summaries(
-        session, replace(shape, ids=ids), finder.prefetch, prelude.estimated_providers
+        session, replace(shape, ids=ids), prelude.estimated_providers, finder.prefetch
     )
     uuids = summaries.uuids
     if any(not g.amounts for g in resolved.groups):

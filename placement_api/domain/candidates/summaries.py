@@ -4,11 +4,12 @@ Loaded in bulk, only for the providers the returned candidates involve:
 their tree positions, traits and inventories. Class and trait names come
 from their small tables rather than a join on every row.
 
-On PostgreSQL a scope of a few providers is one statement that probes by id
-and carries each provider's traits and inventories as arrays (decoded by the
-driver, not row by row in Python). Larger scopes, and all on SQLite, are read
-part by part: from whole tables when they cover most providers, else in
-batches by id.
+On PostgreSQL a scope of a few of many providers is one statement that
+probes by id and carries each provider's traits and inventories as arrays
+(decoded by the driver, not row by row in Python); it may be sent ahead
+(``Prefetch``) while the search runs. Other scopes, and all on SQLite, are
+read part by part: from whole tables when they cover most providers, else
+in batches by id.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from sqlalchemy import (
     literal,
     literal_column,
     select,
-    text,
     union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, array
@@ -63,10 +63,9 @@ from placement_api.domain.capacity import shown_capacity
 # reads the tables whole: planning a probe by an array of thousands of ids
 # costs more than reading (and skipping) the rows of the other providers.
 WHOLE_TABLE_SHARE = 0.5
-# On PostgreSQL, scopes of fewer ids are read by one statement probing by id,
-# without asking for the estimate: at this size probing costs a few
-# milliseconds whatever the table size. Larger scopes are read part by part,
-# where a per-provider probe for each part costs more than scans and batches.
+# On PostgreSQL, scopes of fewer ids (and not most providers) are read by one
+# statement probing by id. Larger scopes are read part by part, where a
+# per-provider probe for each part costs more than scans and batches.
 PROBED_IN_ONE = 2000
 NO_TRAITS: tuple[str, ...] = ()
 
@@ -141,16 +140,6 @@ class _Reader:
             for batch in id_batches(self.session, ids)
         ]
         return batches[0] if len(batches) == 1 else [row for rows in batches for row in rows]
-
-
-async def _estimated_providers(session: AsyncSession) -> float:
-    """PostgreSQL's estimate of the provider count; 0 where there is none."""
-    if session.get_bind().dialect.name != "postgresql":
-        return 0
-    estimate = await session.scalar(
-        text("SELECT reltuples FROM pg_class WHERE oid = 'resource_providers'::regclass")
-    )
-    return float(estimate or 0)
 
 
 async def _names(
@@ -449,14 +438,12 @@ async def _read_summaries(reader: _Reader, scope: SummaryScope) -> Summaries:
 async def load_summaries(
     session: AsyncSession,
     scope: SummaryScope,
+    estimated_providers: float,
     prefetch: Prefetch | None = None,
-    estimated_providers: float | None = None,
 ) -> Summaries:
     """The summary of every provider in the scope, and the uuids of those
     providers (and of their parents and roots). ``estimated_providers`` is
-    PostgreSQL's estimate of the provider count, read here when not given."""
-    if estimated_providers is None:
-        estimated_providers = await _estimated_providers(session)
+    PostgreSQL's estimate of the provider count (0 where there is none)."""
     if _probed(session, len(scope.ids), estimated_providers):
         return await _probed_summaries(session, scope, prefetch)
     return await _read_summaries(_Reader(session, estimated_providers), scope)

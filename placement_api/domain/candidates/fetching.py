@@ -71,9 +71,20 @@ async def fetch_all(
     if connection.dialect.name != "postgresql":
         return (await connection.execute(statement, parameters)).all()
     sql, arguments = _positional_sql(statement, connection.dialect, parameters)
-    driver = (await connection.get_raw_connection()).driver_connection
+    raw = await connection.get_raw_connection()
+    await _begin(raw.dbapi_connection)
+    driver = raw.driver_connection
     assert driver is not None
     return cast("Sequence[Row[*Ts]]", await driver.fetch(sql, *arguments))
+
+
+async def _begin(adapted: Any) -> None:
+    """Open the session's transaction if it is not open yet. SQLAlchemy's
+    asyncpg adapter sends BEGIN just before the first statement it runs
+    itself; statements sent to the driver directly would otherwise each run
+    in a transaction of their own."""
+    if adapted._transaction is None and not adapted.autocommit:
+        await adapted._start_transaction()
 
 
 def _positional_sql(

@@ -1,0 +1,64 @@
+"""The unit of work on PostgreSQL: statements sent to the driver directly run
+in the request's transaction, and a pooled connection the server dropped is
+replaced before a request uses it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from placement_api.db.engine import create_engine
+from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.domain.candidates.fetching import fetch_all
+
+
+@pytest.fixture
+async def engine(database_url: str, backend: str) -> AsyncIterator[AsyncEngine]:
+    if backend != "postgresql":
+        pytest.skip("SQLite statements all go through SQLAlchemy, which opens the transaction")
+    created = create_engine(database_url, pool_size=1)
+    try:
+        yield created
+    finally:
+        await created.dispose()
+
+
+async def test_direct_statements_share_the_unit_of_work_transaction(engine: AsyncEngine) -> None:
+    factory = make_session_factory(engine)
+    current = select(func.txid_current())
+    async with unit_of_work(factory, write=False) as session:
+        ((first,),) = await fetch_all(session, current)
+        # Another statement, so that the driver prepares and sends it anew.
+        ((second,),) = await fetch_all(session, select(func.txid_current() + 0))
+        raw = await (await session.connection()).get_raw_connection()
+        assert raw.driver_connection is not None
+        assert raw.driver_connection.is_in_transaction()
+    assert first == second
+    async with unit_of_work(factory, write=False) as session:
+        ((later,),) = await fetch_all(session, current)
+        driver = (await (await session.connection()).get_raw_connection()).driver_connection
+    assert later != first
+    # Committed, and handed back to the pool outside any transaction.
+    assert driver is not None
+    assert not driver.is_in_transaction()
+
+
+async def test_a_connection_the_server_dropped_is_replaced(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    factory = make_session_factory(engine)
+    backend_pid = select(func.pg_backend_pid())
+    async with unit_of_work(factory, write=False) as session:
+        ((dropped,),) = await fetch_all(session, backend_pid)
+    admin = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        assert await admin.fetchval("SELECT pg_terminate_backend($1)", dropped)
+    finally:
+        await admin.close()
+    async with unit_of_work(factory, write=False) as session:
+        ((replacement,),) = await fetch_all(session, backend_pid)
+    assert replacement != dropped

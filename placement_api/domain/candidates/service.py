@@ -144,6 +144,7 @@ class _Finder:
         resolved: ResolvedRequest,
         settings: SearchSettings,
         prelude: Prelude,
+        prefetch: Prefetch | None,
     ) -> None:
         self.session = session
         self.request = request
@@ -162,7 +163,8 @@ class _Finder:
         # Set when the request's trait and aggregate filters leave few
         # providers but cannot name the trees they leave.
         self.narrow = False
-        self.prefetch: Prefetch | None = None
+        # Summaries read while the search runs (nested-aware, not shuffled).
+        self.prefetch = prefetch
 
     async def run(self) -> list[Candidate]:
         stop_after = None if self.shuffle is not None else self.stop_after
@@ -283,8 +285,8 @@ class _Finder:
     ) -> None:
         """Start probing the summaries of the first trees the search will try
         (one candidate from each, when ``wanted``), while options are built
-        and the search runs. Summaries are by tree, so only when nested-aware."""
-        if self.prefetch is None or self.shuffle is not None:
+        and the search runs."""
+        if self.prefetch is None:
             return
         trees = sorted({root for root in root_of.values() if window is None or root in window})
         await self.prefetch.start(self.session, trees[:wanted] if wanted else trees)
@@ -392,15 +394,16 @@ async def _find_candidates(
     resolved = resolve(request, prelude)
     if resolved is None:
         return CandidatesResult()
-    finder = _Finder(session, request, resolved, settings, prelude)
     shape = SummaryScope(
         ids=frozenset(),
         whole_trees=request.nested_aware,
         class_ids=None if settings.all_classes else frozenset(resolved.class_names),
         with_traits=settings.with_traits,
     )
-    if request.nested_aware:
-        finder.prefetch = Prefetch(shape, prelude.estimated_providers)
+    # Summaries are by tree, read ahead for the trees tried first in order.
+    ahead = request.nested_aware and not settings.randomize
+    prefetch = Prefetch(shape, prelude.estimated_providers) if ahead else None
+    finder = _Finder(session, request, resolved, settings, prelude, prefetch)
     candidates = await finder.run()
     if not candidates:
         return CandidatesResult()

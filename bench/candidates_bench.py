@@ -5,13 +5,14 @@ each size N, the same generated data is loaded with COPY into two PostgreSQL
 databases: one for our server (uvicorn) and one for upstream Placement (the
 ``openstack-placement`` package from PyPI, in its own venv under
 var/bench/upstream-venv, served by uWSGI). Then the same queries are sent to
-both, one request at a time over HTTP, query by query (both servers are up
-at once, so that the machine's drift over a run weighs on both alike), and
-p50/p95 latencies are reported with the ratio upstream/ours.
+both, one request at a time over HTTP, query by query, the servers taking
+turns (both are up at once, so that the machine's drift over a run weighs
+on both alike), and p50/p95 latencies are reported with the ratio
+upstream/ours.
 
     python bench/candidates_bench.py                 # N=1000 and 10,000, both variants
     python bench/candidates_bench.py --quick         # N=1000, 5 requests per query
-    python bench/candidates_bench.py --no-upstream --sizes 200 --reps 5
+    python bench/candidates_bench.py --no-upstream --sizes 200 --reps 5 --rounds 1
 
 Results: var/bench/candidates-<time>.json and .md (and printed).
 """
@@ -115,52 +116,76 @@ class QueryResult:
 
 
 class Series:
-    """One server's requests for one query: 2 warm-ups, then up to ``reps``
-    timed ones within ``budget_s`` (a request slower than a third of the
-    budget counts at once)."""
+    """One server's requests for one query, taken in blocks (see ``measure``):
+    in each, one request to warm up, then timed ones, at least ``per_block``
+    and for at least ``block_s`` seconds. The series ends after ``budget_s``
+    seconds, or at once on an error; a request slower than a third of the
+    budget counts even as a warm-up."""
 
     def __init__(
-        self, client: httpx.Client, server: str, path: str, reps: int, budget_s: float
+        self,
+        client: httpx.Client,
+        server: str,
+        path: str,
+        *,
+        per_block: int,
+        block_s: float,
+        budget_s: float,
     ) -> None:
         self.client, self.path = client, path
-        self.reps, self.budget_s = reps, budget_s
+        self.per_block, self.block_s, self.budget_s = per_block, block_s, budget_s
         self.timing = Timing(server)
-        self.sent = 0
-        self.started: float | None = None
+        self.spent_s = 0.0
 
     def done(self) -> bool:
-        if self.timing.error is not None or self.sent >= self.reps + 2:
+        if self.timing.error is not None:
             return True
-        spent = time.monotonic() - self.started if self.started is not None else 0.0
-        return spent > self.budget_s and bool(self.timing.samples_ms)
+        return self.spent_s > self.budget_s and bool(self.timing.samples_ms)
 
-    def step(self) -> None:
-        if self.started is None:
-            self.started = time.monotonic()
-        self.sent += 1
+    def block(self) -> None:
+        began, timed = time.monotonic(), 0
+        if self._request(warm_up=True):
+            while True:
+                elapsed = time.monotonic() - began
+                if self.spent_s + elapsed > self.budget_s and self.timing.samples_ms:
+                    break
+                if timed >= self.per_block and elapsed >= self.block_s:
+                    break
+                if not self._request(warm_up=False):
+                    break
+                timed += 1
+        self.spent_s += time.monotonic() - began
+
+    def _request(self, *, warm_up: bool) -> bool:
+        """Send one request; False when the block must end (an error, or a
+        warm-up so slow that it counted)."""
         begin = time.perf_counter()
         try:
             response = self.client.get(self.path)
         except httpx.HTTPError as exc:
             self.timing.error = f"{type(exc).__name__} after {time.perf_counter() - begin:.0f} s"
-            return
+            return False
         elapsed_ms = (time.perf_counter() - begin) * 1000
         if response.status_code != 200:
             self.timing.error = f"HTTP {response.status_code}: {response.text[:200]}"
-            return
+            return False
         self.timing.candidates = len(response.json()["allocation_requests"])
-        if self.sent > 2 or elapsed_ms > self.budget_s * 1000 / 3:
+        slow = elapsed_ms > self.budget_s * 1000 / 3
+        if not warm_up or slow:
             self.timing.samples_ms.append(elapsed_ms)
+        return not (warm_up and slow)
 
 
-def measure(series: list[Series]) -> None:
-    """Each server's requests back to back (warm, as a server busy with such
-    requests is), one server after the other, query by query: the machine's
-    drift over a run weighs on both alike, and neither pays for the other's
-    work in its caches."""
-    for one in series:
-        while not one.done():
-            one.step()
+def measure(series: list[Series], rounds: int) -> None:
+    """The servers take turns, a block each, ``rounds`` times: the machine's
+    speed drifts over minutes, and each server is sampled across the same
+    stretch of time. Within a block a server runs warm, as one busy with
+    such requests is; after each turn the other server's work has left the
+    caches cold, hence a warm-up first."""
+    for _ in range(rounds):
+        for one in series:
+            if not one.done():
+                one.block()
 
 
 def _client(base_url: str, timeout: float) -> httpx.Client:
@@ -178,6 +203,8 @@ class Options:
     sizes: list[int]
     variants: list[str]
     reps: int
+    rounds: int
+    block_s: float
     budget_s: float
     upstream: bool
     upstream_timeout: int
@@ -218,21 +245,25 @@ def run_size(
                     servers.server_dsn(options.admin_dsn, upstream_db), dataset, data.UPSTREAM
                 )
             )
+        per_block = -(-options.reps // options.rounds)
         for query in plan:
-            ours = Series(
-                stack.enter_context(_client(ours_url, 120)),
-                "ours",
-                query.path,
-                options.reps,
-                options.budget_s,
-            )
-            series = [ours]
+            clients = [("ours", stack.enter_context(_client(ours_url, 120)))]
             if upstream_url is not None:
-                client = stack.enter_context(_client(upstream_url, timeout + 10))
-                series.append(
-                    Series(client, "upstream", query.path, options.reps, options.budget_s)
+                upstream_client = _client(upstream_url, timeout + 10)
+                clients.append(("upstream", stack.enter_context(upstream_client)))
+            series = [
+                Series(
+                    client,
+                    server,
+                    query.path,
+                    per_block=per_block,
+                    block_s=options.block_s,
+                    budget_s=options.budget_s,
                 )
-            measure(series)
+                for server, client in clients
+            ]
+            ours = series[0]
+            measure(series, options.rounds)
             upstream = series[1].timing if len(series) > 1 else None
             results.append(
                 QueryResult(variant, hosts, query.name, query.path, ours.timing, upstream)
@@ -260,8 +291,8 @@ def _cell(value: float | None, error: str | None = None, suffix: str = "") -> st
 def markdown(results: list[QueryResult], upstream_version: str | None) -> str:
     lines = [
         "| variant | N | query | ours p50 ms | ours p95 ms | upstream p50 ms | upstream p95 ms "
-        "| upstream/ours (p50) | candidates (ours/upstream) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| upstream/ours (p50) | candidates (ours/upstream) | requests timed (ours/upstream) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         up = r.upstream
@@ -269,7 +300,8 @@ def markdown(results: list[QueryResult], upstream_version: str | None) -> str:
             f"| {r.variant} | {r.hosts} | {r.query} | {_cell(r.ours.p50, r.ours.error)} "
             f"| {_cell(r.ours.p95)} | {_cell(up.p50 if up else None, up.error if up else None)} "
             f"| {_cell(up.p95 if up else None)} | {_cell(r.ratio, suffix='x')} "
-            f"| {r.ours.candidates}/{up.candidates if up else '-'} |"
+            f"| {r.ours.candidates}/{up.candidates if up else '-'} "
+            f"| {len(r.ours.samples_ms)}/{len(up.samples_ms) if up else '-'} |"
         )
     header = (
         f"Upstream: openstack-placement {upstream_version} on uWSGI.\n\n"
@@ -286,7 +318,17 @@ def parse_args() -> Options:
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated host counts")
     parser.add_argument("--quick", action="store_true", help="N=1000 only, 5 requests per query")
     parser.add_argument("--variants", default="flat,nested")
-    parser.add_argument("--reps", type=int, default=20, help="timed requests per query")
+    parser.add_argument(
+        "--reps", type=int, default=20, help="timed requests per query and server, at least"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="turns each server takes per query")
+    parser.add_argument(
+        "--block-seconds",
+        dest="block_s",
+        type=float,
+        default=1.0,
+        help="each turn lasts at least this long (a fast server sends more requests)",
+    )
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per query and server")
     parser.add_argument("--no-upstream", dest="upstream", action="store_false")
     parser.add_argument("--upstream-timeout", type=int, default=120, help="seconds per request")
@@ -299,11 +341,13 @@ def parse_args() -> Options:
     parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
     args = parser.parse_args()
     if args.quick:
-        args.sizes, args.reps, args.budget = "1000", 5, 15.0
+        args.sizes, args.reps, args.rounds, args.budget = "1000", 5, 1, 15.0
     return Options(
         sizes=[int(size) for size in args.sizes.split(",")],
         variants=args.variants.split(","),
         reps=args.reps,
+        rounds=args.rounds,
+        block_s=args.block_s,
         budget_s=args.budget,
         upstream=args.upstream,
         upstream_timeout=args.upstream_timeout,

@@ -294,6 +294,8 @@ async def load(dsn: str, data: Dataset, schema: Schema) -> None:
             await _load_providers(connection, data, now)
             await _load_inventories(connection, data, schema, now)
             await _load_consumers(connection, data, schema, now)
-        await connection.execute("ANALYZE")
+        # As a database in service is: statistics current, visibility map
+        # set (else autovacuum does it in the middle of the timing).
+        await connection.execute("VACUUM ANALYZE")
     finally:
         await connection.close()

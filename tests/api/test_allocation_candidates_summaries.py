@@ -2,8 +2,9 @@
 
 On PostgreSQL a small scope is read by one statement probing by id and a
 large one part by part (from whole tables when PostgreSQL's estimate says it
-covers most providers, after ANALYZE); each test runs both ways, and both
-must say the same. Layout: two hosts, each with
+covers most providers, after ANALYZE), on a second connection while the
+search runs or, when the pool has no connection to spare, after it; each
+test runs every way, and all must say the same. Layout: two hosts, each with
 a NUMA child holding the CPU and memory; a standalone disk provider "ss"
 shares through aggregate "a"; "idle" has inventory no request here uses.
 """
@@ -29,19 +30,38 @@ NUMA = {
 REQUEST = "/allocation_candidates?resources=VCPU:1,MEMORY_MB:512"
 
 
-@pytest.fixture(params=["probed in one", "part by part"])
-def read_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    if request.param == "part by part":
+@pytest.fixture(
+    params=[
+        "ahead, probed in one",
+        "ahead, whole tables",
+        "after the search, probed in one",
+        "after the search, part by part",
+    ]
+)
+def read_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    way: str = request.param
+    if way.endswith("part by part"):
         monkeypatch.setattr(summaries, "PROBED_IN_ONE", 0)
+    elif way.endswith("whole tables"):
+        # However little of the table the scope covers.
+        monkeypatch.setattr(summaries, "WHOLE_TABLE_SHARE", 1e-9)
     else:
         # However much of the (tiny) table the scope covers.
         monkeypatch.setattr(summaries, "WHOLE_TABLE_SHARE", 1e9)
+    return way
 
 
 @pytest.fixture
-async def trees(
-    api: PlacementClient, settings: Settings, backend: str, read_way: None
-) -> TreeBuilder:
+def settings(database_url: str, read_way: str) -> Settings:
+    # With one pooled connection, the request's own, none is left to read ahead on.
+    pool_size = 1 if read_way.startswith("after") else 10
+    return Settings(
+        database_url=database_url, enforce_new_defaults=False, database_pool_size=pool_size
+    )
+
+
+@pytest.fixture
+async def trees(api: PlacementClient, settings: Settings, backend: str) -> TreeBuilder:
     tree = TreeBuilder(api)
     for host in ("h1", "h2"):
         await tree.provider(host, traits=["HW_CPU_X86_AVX2", "COMPUTE_NODE"], aggregates=["a"])
@@ -153,9 +173,7 @@ async def test_a_capacity_beyond_64_bits_is_shown_as_the_largest_one(
     }
 
 
-async def test_summaries_of_trees_past_the_first_ones_tried(
-    api: PlacementClient, read_way: None
-) -> None:
+async def test_summaries_of_trees_past_the_first_ones_tried(api: PlacementClient) -> None:
     """Summaries of the first trees the search will try are read while it
     runs (one candidate per tree is the guess); trees used beyond those are
     read after it."""

@@ -17,7 +17,7 @@ from sqlalchemy import (
     bindparam,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.util import LRUCache
@@ -26,6 +26,8 @@ IdColumn = InstrumentedAttribute[int] | InstrumentedAttribute[int | None]
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 AnySelect = Select[*tuple[Any, ...]] | CompoundSelect[*tuple[Any, ...]]
+# Where statements run: the request's session, or a connection of its own.
+Source = AsyncSession | AsyncConnection
 # Bound parameters per statement stay well under SQLite's and asyncpg's limits.
 CHUNK = 5000
 # ``id_in`` sends ids to PostgreSQL as one array parameter: batches there only
@@ -49,14 +51,18 @@ def chunked(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
         yield batch
 
 
-def id_batches(session: AsyncSession, ids: Iterable[int]) -> Iterator[list[int]]:
+def dialect_of(source: Source) -> Dialect:
+    return source.get_bind().dialect if isinstance(source, AsyncSession) else source.dialect
+
+
+def id_batches(source: Source, ids: Iterable[int]) -> Iterator[list[int]]:
     """Sorted ids in batches sized for ``id_in``."""
-    postgresql = session.get_bind().dialect.name == "postgresql"
+    postgresql = dialect_of(source).name == "postgresql"
     return chunked(sorted(ids), ARRAY_CHUNK if postgresql else CHUNK)
 
 
 async def fetch_all(
-    session: AsyncSession,
+    source: Source,
     statement: Select[*Ts] | CompoundSelect[*Ts],
     parameters: Mapping[str, Any] | None = None,
 ) -> Sequence[Row[*Ts]]:
@@ -67,7 +73,7 @@ async def fetch_all(
     unpack like rows: candidate queries read thousands of rows, and building
     SQLAlchemy ``Row`` objects for them costs more than the query itself.
     """
-    connection = await session.connection()
+    connection = await source.connection() if isinstance(source, AsyncSession) else source
     if connection.dialect.name != "postgresql":
         return (await connection.execute(statement, parameters)).all()
     sql, arguments = _positional_sql(statement, connection.dialect, parameters)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cached_property, partial
 from typing import cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -172,7 +172,7 @@ class _Finder:
             # Without a limit, or to shuffle every tree, one read covers everything.
             return await self._in_window(None, self.stop_after)
         few = FULL_READ_PER_CANDIDATE * stop_after
-        roots = self._anchor_roots()
+        roots = self.anchors
         if roots is not None and len(roots) <= few:
             return await self._windowed(partial(_listed_trees, roots), stop_after)
         # Other filters applied in SQL that may leave few providers, counted first.
@@ -200,7 +200,8 @@ class _Finder:
             size = _next_window(done, len(found), stop_after)
         return found
 
-    def _anchor_roots(self) -> tuple[int, ...] | None:
+    @cached_property
+    def anchors(self) -> tuple[int, ...] | None:
         """The roots of the only trees that can anchor a candidate, in order,
         as far as the unsuffixed group's tree traits tell (a tree must hold
         one of each); None without tree traits."""
@@ -254,6 +255,7 @@ class _Finder:
         return rows
 
     async def _in_window(self, window: Window | None, wanted: int | None) -> list[Candidate]:
+        await self._read_ahead(window, wanted)
         rows = await self._rows(window)
         if rows is None:
             return []
@@ -261,35 +263,33 @@ class _Finder:
         root_of = {row[0]: row[1] for group_rows in rows for row in group_rows}
         self.root_of.update(root_of)
         rules = await self._search_rules(root_of, sharing.providers)
-        try:
-            await self._prefetch_summaries(root_of, window, wanted)
-            plans = [
-                _plan(group, group_rows, sharing, rule, window)
-                for group, group_rows, rule in zip(
-                    self.resolved.groups, rows, tree_rules, strict=True
-                )
-            ]
-            anchors = set(plans[0].options).intersection(*(plan.options for plan in plans[1:]))
-            order = sorted(a for a in anchors if window is None or a in window)
-            if self.shuffle is not None:
-                self.shuffle(order)
-            return search(
-                plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen
-            )
-        finally:
-            if self.prefetch is not None:
-                await self.prefetch.settle()
+        if window is None and self.narrow and self.prefetch is not None:
+            # The trees the search tries first, one candidate each.
+            await self.prefetch.start(sorted(set(root_of.values()))[:wanted])
+        plans = [
+            _plan(group, group_rows, sharing, rule, window)
+            for group, group_rows, rule in zip(self.resolved.groups, rows, tree_rules, strict=True)
+        ]
+        anchors = set(plans[0].options).intersection(*(plan.options for plan in plans[1:]))
+        order = sorted(a for a in anchors if window is None or a in window)
+        if self.shuffle is not None:
+            self.shuffle(order)
+        return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen)
 
-    async def _prefetch_summaries(
-        self, root_of: dict[int, int], window: Window | None, wanted: int | None
-    ) -> None:
-        """Start probing the summaries of the first trees the search will try
-        (one candidate from each, when ``wanted``), while options are built
-        and the search runs."""
+    async def _read_ahead(self, window: Window | None, wanted: int | None) -> None:
+        """Start reading the summaries of the trees the window's search tries
+        first (one candidate each, when ``wanted``) while its rows are read
+        and the search runs: of every tree when there is no window (unless
+        filters that leave few trees do not say which)."""
         if self.prefetch is None:
             return
-        trees = sorted({root for root in root_of.values() if window is None or root in window})
-        await self.prefetch.start(self.session, trees[:wanted] if wanted else trees)
+        if isinstance(window, RootList):
+            await self.prefetch.start(window.roots[:wanted])
+        elif isinstance(window, RootWindow):
+            last = window.last if wanted is None else min(window.last, window.first + wanted - 1)
+            await self.prefetch.start(range(window.first, last + 1))
+        elif not self.narrow:
+            await self.prefetch.start(self.anchors)
 
     async def _sharing_for(
         self, rows: list[Rows], window: Window | None
@@ -402,16 +402,21 @@ async def _find_candidates(
     )
     # Summaries are by tree, read ahead for the trees tried first in order.
     ahead = request.nested_aware and not settings.randomize
-    prefetch = Prefetch(shape, prelude.estimated_providers) if ahead else None
-    finder = _Finder(session, request, resolved, settings, prelude, prefetch)
-    candidates = await finder.run()
-    if not candidates:
-        return CandidatesResult()
-    used = {provider for c in candidates for provider in c.providers()}
-    ids = frozenset(finder.root_of[p] for p in used) if request.nested_aware else frozenset(used)
-    summaries = await load_summaries(
-        session, replace(shape, ids=ids), prelude.estimated_providers, finder.prefetch
-    )
+    prefetch = Prefetch.of(session, shape, prelude.estimated_providers) if ahead else None
+    try:
+        finder = _Finder(session, request, resolved, settings, prelude, prefetch)
+        candidates = await finder.run()
+        if not candidates:
+            return CandidatesResult()
+        used = {provider for c in candidates for provider in c.providers()}
+        if request.nested_aware:
+            used = {finder.root_of[p] for p in used}
+        summaries = await load_summaries(
+            session, replace(shape, ids=frozenset(used)), prelude.estimated_providers, prefetch
+        )
+    finally:
+        if prefetch is not None:
+            await prefetch.close()
     uuids = summaries.uuids
     if any(not g.amounts for g in resolved.groups):
         uuids = await _with_mapped(session, candidates, uuids)

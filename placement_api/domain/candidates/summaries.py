@@ -15,7 +15,8 @@ in batches by id.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Collection, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import chain
@@ -39,8 +40,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, array
 from sqlalchemy.engine import Engine
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.pool import QueuePool
 
 from placement_api.db.models import (
     Inventory,
@@ -51,7 +53,9 @@ from placement_api.db.models import (
 )
 from placement_api.domain.candidates.fetching import (
     IdColumn,
+    Source,
     Ts,
+    dialect_of,
     fetch_all,
     id_batches,
     id_in,
@@ -143,67 +147,111 @@ class _Reader:
 
 
 async def _names(
-    session: AsyncSession,
+    source: Source,
     id_column: InstrumentedAttribute[int],
     name_column: InstrumentedAttribute[str],
 ) -> dict[int, str]:
-    return {ident: name for ident, name in await fetch_all(session, select(id_column, name_column))}
+    return {ident: name for ident, name in await fetch_all(source, select(id_column, name_column))}
 
 
-async def _positions(reader: _Reader, scope: SummaryScope) -> list[Position]:
-    """(id, uuid, parent id, root id) of every provider in scope, by id."""
-    column = ResourceProvider.root_provider_id if scope.whole_trees else ResourceProvider.id
-    statement = select(
-        ResourceProvider.id,
-        ResourceProvider.uuid,
-        ResourceProvider.parent_provider_id,
-        ResourceProvider.root_provider_id,
-    ).order_by(ResourceProvider.id)
-    rows = await reader.rows(statement, column, scope.ids)
-    wanted = 3 if scope.whole_trees else 0
-    positions = [row for row in rows if row[wanted] in scope.ids]
-    # Batches of root ids each come in id order, but not together.
-    positions.sort(key=itemgetter(0))
-    return positions
+_POSITIONS = select(
+    ResourceProvider.id,
+    ResourceProvider.uuid,
+    ResourceProvider.parent_provider_id,
+    ResourceProvider.root_provider_id,
+).order_by(ResourceProvider.id)
+_TRAITS = (
+    select(ProviderTrait.resource_provider_id, Trait.name)
+    .join(Trait, Trait.id == ProviderTrait.trait_id)
+    .order_by(ProviderTrait.trait_id)
+)
 
 
-async def _add_traits(reader: _Reader, summaries: dict[int, ProviderSummary]) -> None:
-    rows = await reader.rows(
-        select(ProviderTrait.resource_provider_id, Trait.name)
-        .join(Trait, Trait.id == ProviderTrait.trait_id)
-        .order_by(ProviderTrait.trait_id),
-        ProviderTrait.resource_provider_id,
-        summaries.keys(),
-    )
-    grouped: dict[int, list[str]] = {}
-    for provider, name in rows:
-        if provider in summaries:
-            grouped.setdefault(provider, []).append(name)
-    for provider, traits in grouped.items():
-        summaries[provider].traits = tuple(traits)
-
-
-async def _add_resources(
-    reader: _Reader, scope: SummaryScope, summaries: dict[int, ProviderSummary]
-) -> None:
+def _inventories(dialect: str, class_ids: frozenset[int] | None) -> Select[int, int, int, int]:
     statement = select(
         Inventory.resource_provider_id,
         Inventory.resource_class_id,
-        shown_capacity(reader.session.get_bind().dialect.name),
+        shown_capacity(dialect),
         Inventory.used,
     ).order_by(Inventory.resource_provider_id, Inventory.resource_class_id)
-    if scope.class_ids is not None:
-        statement = statement.where(Inventory.resource_class_id.in_(sorted(scope.class_ids)))
-    rows = await reader.rows(statement, Inventory.resource_provider_id, summaries.keys())
+    if class_ids is not None:
+        statement = statement.where(Inventory.resource_class_id.in_(sorted(class_ids)))
+    return statement
+
+
+class _Tables(NamedTuple):
+    """Rows of the providers in a scope, and maybe of others (skipped when
+    the summaries are built)."""
+
+    # By id.
+    positions: Sequence[Position]
+    # (provider id, trait name), in trait id order.
+    traits: Sequence[Row[int, str]]
+    # (provider id, class id, capacity, used), in class id order per provider.
+    inventories: Sequence[Row[int, int, int, int]]
+    class_names: dict[int, str]
+
+
+async def _read_tables(reader: _Reader, scope: SummaryScope) -> _Tables:
+    """The rows of the providers in scope, by id or from whole tables."""
+    column = ResourceProvider.root_provider_id if scope.whole_trees else ResourceProvider.id
+    positions = await reader.rows(_POSITIONS, column, scope.ids)
+    if not reader.covers_most(len(scope.ids)):
+        # Batches of ids each come in id order, but not together.
+        positions = sorted(positions, key=itemgetter(0))
+    providers = _in_scope(positions, scope).keys()
+    traits: Sequence[Row[int, str]] = ()
+    if scope.with_traits:
+        traits = await reader.rows(_TRAITS, ProviderTrait.resource_provider_id, providers)
+    dialect = dialect_of(reader.session).name
+    inventories = await reader.rows(
+        _inventories(dialect, scope.class_ids), Inventory.resource_provider_id, providers
+    )
     # Read after the rows, so every class they name had been created; one
     # deleted since (its inventories first) is skipped like them.
     names = await _names(reader.session, ResourceClass.id, ResourceClass.name)
+    return _Tables(positions, traits, inventories, names)
+
+
+async def _whole_tables(source: Source, shape: SummaryScope) -> _Tables:
+    """The rows of every provider (for summaries of most of them)."""
+    positions = await fetch_all(source, _POSITIONS)
+    traits = await fetch_all(source, _TRAITS) if shape.with_traits else ()
+    statement = _inventories(dialect_of(source).name, shape.class_ids)
+    inventories = await fetch_all(source, statement)
+    names = await _names(source, ResourceClass.id, ResourceClass.name)
+    return _Tables(positions, traits, inventories, names)
+
+
+def _in_scope(positions: Sequence[Position], scope: SummaryScope) -> dict[int, Position]:
+    wanted = 3 if scope.whole_trees else 0
+    ids = scope.ids
+    return {row[0]: row for row in positions if row[wanted] in ids}
+
+
+async def _from_tables(session: AsyncSession, tables: _Tables, scope: SummaryScope) -> Summaries:
+    positions = list(_in_scope(tables.positions, scope).values())
+    uuids = await _tree_uuids(session, positions)
+    summaries = {
+        ident: ProviderSummary(
+            {}, NO_TRAITS, uuids[parent] if parent else None, uuids[root or ident]
+        )
+        for ident, _, parent, root in positions
+    }
+    grouped: dict[int, list[str]] = {}
+    for provider, trait in tables.traits:
+        if provider in summaries:
+            grouped.setdefault(provider, []).append(trait)
+    for provider, traits in grouped.items():
+        summaries[provider].traits = tuple(traits)
+    names = tables.class_names
     resources_of = {ident: summary.resources for ident, summary in summaries.items()}
-    for provider, class_id, capacity, used in rows:
+    for provider, class_id, capacity, used in tables.inventories:
         resources = resources_of.get(provider)
         name = names.get(class_id)
         if resources is not None and name is not None:
             resources[name] = {"capacity": capacity, "used": used}
+    return Summaries(uuids, summaries)
 
 
 async def _tree_uuids(
@@ -316,49 +364,121 @@ def _known_names(session: AsyncSession) -> _KnownNames:
     return known
 
 
-async def _probe(session: AsyncSession, scope: SummaryScope) -> list[Row[*Probed]]:
+async def _probe(source: Source, scope: SummaryScope) -> list[Row[*Probed]]:
     statement = _probe_statement(scope.whole_trees, scope.class_ids, scope.with_traits)
     rows: list[Row[*Probed]] = []
-    for batch in id_batches(session, scope.ids):
-        rows += await fetch_all(session, statement, {"ids": batch})
+    for batch in id_batches(source, scope.ids):
+        rows += await fetch_all(source, statement, {"ids": batch})
     return rows
 
 
 class Prefetch:
-    """Summary rows probed ahead, while the search runs.
+    """Summary rows read ahead, on a second connection, while the request's
+    rows are read and its search runs (PostgreSQL only).
 
-    Summaries cover the trees (or providers) that candidates use, known only
-    once the search is done; the trees it may use are known before. Probing
-    them then lets PostgreSQL work while Python searches. The probe is sent
-    and left running; ``settle`` must be awaited before the session runs
-    anything else, as a connection runs one statement at a time.
+    Summaries cover the trees that candidates use, known once the search is
+    done; the trees a search will try first are known before its rows are
+    read. A connection runs one statement at a time, so a second one lets
+    PostgreSQL read their summaries beside the request's own statements
+    (on the machine's other core) and while Python searches. It reads
+    outside any transaction: at READ COMMITTED each of the request's own
+    statements sees a snapshot of its own as well.
+
+    The connection is taken only while the pool can give it at once: a
+    request waiting for a second connection while holding its first could
+    deadlock a busy pool. Without it, summaries are read after the search.
     """
 
-    def __init__(self, shape: SummaryScope, estimated_providers: float) -> None:
+    def __init__(
+        self, engine: AsyncEngine, shape: SummaryScope, estimated_providers: float
+    ) -> None:
+        self.engine = engine
         self.shape = shape
         self.estimated_providers = estimated_providers
+        # Ids probed, and the rows found; or every provider's rows.
         self.covered: set[int] = set()
         self.rows: list[Row[*Probed]] = []
-        self._running: asyncio.Task[list[Row[*Probed]]] | None = None
+        self.tables: _Tables | None = None
+        self._everything = False
+        self._connection: AsyncConnection | None = None
+        self._reading: asyncio.Future[None] | None = None
 
-    async def start(self, session: AsyncSession, ids: Collection[int]) -> None:
-        """Send a probe of ``ids`` (those not probed yet) and return at once;
-        nothing is sent where probing does not pay (see ``load_summaries``)."""
-        fresh = frozenset(ids) - self.covered
-        count = len(self.covered) + len(fresh)
-        if not fresh or not _probed(session, count, self.estimated_providers):
+    @classmethod
+    def of(
+        cls, session: AsyncSession, shape: SummaryScope, estimated_providers: float
+    ) -> Prefetch | None:
+        """A prefetch for the session's engine; None where there is none."""
+        engine = session.bind
+        if not isinstance(engine, AsyncEngine) or engine.dialect.name != "postgresql":
+            return None
+        return cls(engine, shape, estimated_providers)
+
+    def serves(self, scope: SummaryScope) -> bool:
+        return self.shape == replace(scope, ids=self.shape.ids)
+
+    async def start(self, ids: Collection[int] | None) -> None:
+        """Start reading the summaries of ``ids`` (roots or providers, as the
+        shape says) not read yet or, given None, of every provider; return
+        at once. Nothing is read where ``load_summaries`` would read the
+        same no slower, part by part."""
+        if self._everything:
             return
-        self.covered |= fresh
-        self._running = asyncio.ensure_future(_probe(session, replace(self.shape, ids=fresh)))
-        # One turn of the loop sends it, on a connection that has prepared the
-        # statement before (else it sends the preparation, and the probe
-        # itself only once the search is done).
+        fresh = frozenset(ids or ()) - self.covered
+        count = len(self.covered) + len(fresh)
+        everything = ids is None or _covers_most(self.estimated_providers, count)
+        if not everything and (not fresh or count >= PROBED_IN_ONE):
+            return
+        connection = await self._connect()
+        if connection is None:
+            return
+        if everything:
+            self._everything = True
+            read = self._read_everything(connection)
+        else:
+            self.covered |= fresh
+            read = self._probe(connection, replace(self.shape, ids=fresh))
+        self._reading = asyncio.ensure_future(_after(self._reading, read))
+        # One turn of the loop sends it (the search that follows never yields).
         await asyncio.sleep(0)
 
+    async def _connect(self) -> AsyncConnection | None:
+        if self._connection is None:
+            pool = self.engine.sync_engine.pool
+            # Fewer checked out than the pool's size: one is idle or can be
+            # made, without waiting.
+            if not isinstance(pool, QueuePool) or pool.checkedout() >= pool.size():
+                return None
+            connection = await self.engine.connect()
+            self._connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+        return self._connection
+
+    async def _probe(self, connection: AsyncConnection, scope: SummaryScope) -> None:
+        self.rows += await _probe(connection, scope)
+
+    async def _read_everything(self, connection: AsyncConnection) -> None:
+        self.tables = await _whole_tables(connection, self.shape)
+
     async def settle(self) -> None:
-        if self._running is not None:
-            running, self._running = self._running, None
-            self.rows += await running
+        """Wait for the reads under way."""
+        if self._reading is not None:
+            reading, self._reading = self._reading, None
+            await reading
+
+    async def close(self) -> None:
+        """Give the connection back, once reads under way are done (their
+        errors are the request's only if it settled them)."""
+        try:
+            with suppress(Exception):
+                await self.settle()
+        finally:
+            if self._connection is not None:
+                await self._connection.close()
+
+
+async def _after(previous: Awaitable[None] | None, read: Awaitable[None]) -> None:
+    if previous is not None:
+        await previous
+    await read
 
 
 async def _probed_summaries(
@@ -366,7 +486,7 @@ async def _probed_summaries(
 ) -> Summaries:
     rows: list[Row[*Probed]] = []
     missing = scope.ids
-    if prefetch is not None and prefetch.shape == replace(scope, ids=prefetch.shape.ids):
+    if prefetch is not None and prefetch.serves(scope):
         wanted = 3 if scope.whole_trees else 0
         rows = [row for row in prefetch.rows if row[wanted] in scope.ids]
         missing = scope.ids - prefetch.covered
@@ -419,22 +539,6 @@ def _from_probed(
     return summaries
 
 
-async def _read_summaries(reader: _Reader, scope: SummaryScope) -> Summaries:
-    """Summaries from whole tables or batches of ids, part by part."""
-    positions = await _positions(reader, scope)
-    uuids = await _tree_uuids(reader.session, positions)
-    summaries = {
-        ident: ProviderSummary(
-            {}, NO_TRAITS, uuids[parent] if parent else None, uuids[root or ident]
-        )
-        for ident, _, parent, root in positions
-    }
-    if scope.with_traits:
-        await _add_traits(reader, summaries)
-    await _add_resources(reader, scope, summaries)
-    return Summaries(uuids, summaries)
-
-
 async def load_summaries(
     session: AsyncSession,
     scope: SummaryScope,
@@ -444,6 +548,11 @@ async def load_summaries(
     """The summary of every provider in the scope, and the uuids of those
     providers (and of their parents and roots). ``estimated_providers`` is
     PostgreSQL's estimate of the provider count (0 where there is none)."""
+    if prefetch is not None:
+        await prefetch.settle()
+        if prefetch.tables is not None and prefetch.serves(scope):
+            return await _from_tables(session, prefetch.tables, scope)
     if _probed(session, len(scope.ids), estimated_providers):
         return await _probed_summaries(session, scope, prefetch)
-    return await _read_summaries(_Reader(session, estimated_providers), scope)
+    tables = await _read_tables(_Reader(session, estimated_providers), scope)
+    return await _from_tables(session, tables, scope)

@@ -1,0 +1,126 @@
+"""Summaries read ahead on a second connection (PostgreSQL): taken only when
+the pool can give it at once, always given back, and never a reason for a
+request holding a connection to wait for another."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.pool import QueuePool
+
+from placement_api.db.engine import create_engine
+from placement_api.db.models import ResourceProvider
+from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.domain.candidates.summaries import (
+    Prefetch,
+    SummaryScope,
+    load_summaries,
+)
+from placement_api.settings import Settings
+from tests.api.test_allocation_candidates import get_ok
+from tests.support.client import PlacementClient
+from tests.support.provider_trees import TreeBuilder
+
+SHAPE = SummaryScope(ids=frozenset(), whole_trees=True)
+# Far more providers than these tests make: summaries are probed by id.
+ESTIMATE = 1e9
+POOL_SIZE = 2
+REQUEST = "/allocation_candidates?resources=VCPU:1,MEMORY_MB:512&limit=3"
+
+
+@pytest.fixture
+def settings(database_url: str, backend: str) -> Settings:
+    if backend != "postgresql":
+        pytest.skip("summaries are read ahead on PostgreSQL only")
+    return Settings(
+        database_url=database_url, enforce_new_defaults=False, database_pool_size=POOL_SIZE
+    )
+
+
+@pytest.fixture
+async def hosts(api: PlacementClient) -> TreeBuilder:
+    tree = TreeBuilder(api)
+    for index in range(6):
+        await tree.provider(f"host{index}", inventory={"VCPU": 4, "MEMORY_MB": 2048})
+    return tree
+
+
+@pytest.fixture
+async def engine(settings: Settings, hosts: TreeBuilder) -> AsyncIterator[AsyncEngine]:
+    created = create_engine(settings.database_url, pool_size=POOL_SIZE)
+    try:
+        yield created
+    finally:
+        await created.dispose()
+
+
+def _pool(engine: AsyncEngine) -> QueuePool:
+    pool = engine.sync_engine.pool
+    assert isinstance(pool, QueuePool)
+    return pool
+
+
+async def _every_root(session: AsyncSession) -> frozenset[int]:
+    return frozenset((await session.scalars(select(ResourceProvider.id))).all())
+
+
+async def test_summaries_read_ahead_on_a_second_connection_that_is_given_back(
+    engine: AsyncEngine,
+) -> None:
+    pool = _pool(engine)
+    async with unit_of_work(make_session_factory(engine), write=False) as session:
+        roots = await _every_root(session)
+        alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
+        prefetch = Prefetch.of(session, SHAPE, ESTIMATE)
+        assert prefetch is not None
+        await prefetch.start(roots)
+        assert pool.checkedout() == 2
+        try:
+            ahead = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE, prefetch)
+        finally:
+            await prefetch.close()
+        assert pool.checkedout() == 1
+    assert len(alone.providers) == 6
+    assert ahead == alone
+
+
+async def test_no_second_connection_is_taken_from_a_pool_in_full_use(
+    engine: AsyncEngine,
+) -> None:
+    pool = _pool(engine)
+    factory = make_session_factory(engine)
+    async with unit_of_work(factory, write=False) as other:
+        await _every_root(other)
+        async with unit_of_work(factory, write=False) as session:
+            roots = await _every_root(session)
+            alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
+            assert pool.checkedout() == POOL_SIZE
+            prefetch = Prefetch.of(session, SHAPE, ESTIMATE)
+            assert prefetch is not None
+            await prefetch.start(roots)
+            assert pool.checkedout() == POOL_SIZE
+            try:
+                # Read after the search instead, on the request's own connection.
+                scope = replace(SHAPE, ids=roots)
+                assert await load_summaries(session, scope, ESTIMATE, prefetch) == alone
+            finally:
+                await prefetch.close()
+
+
+async def test_more_concurrent_requests_than_connections_all_answer(
+    api: PlacementClient, hosts: TreeBuilder
+) -> None:
+    """Four connections at most (pool and overflow) for eight requests: were
+    each to wait for a second connection while holding one, they would wait
+    for the pool's timeout (30 s) and fail."""
+    alone = await get_ok(api, REQUEST)
+    answers = await asyncio.wait_for(
+        asyncio.gather(*(get_ok(api, REQUEST) for _ in range(8))), timeout=20
+    )
+    assert all(answer == alone for answer in answers)
+    assert len(alone["allocation_requests"]) == 3

@@ -5,9 +5,18 @@ Providers and classes are plain ints here: classes VCPU=1, MEMORY=2, DISK=3, VF=
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator, Sequence
 
-from placement_api.domain.candidates.search import Candidate, GroupPlan, SearchRules, search
+import pytest
+
+from placement_api.domain.candidates.search import (
+    Candidate,
+    GroupPlan,
+    SearchRules,
+    search,
+    single_provider_search,
+)
 
 VCPU, MEMORY, DISK, VF = 1, 2, 3, 4
 
@@ -213,3 +222,44 @@ def test_shuffle_reorders_each_slot() -> None:
 def test_no_candidates_when_stop_after_is_zero() -> None:
     plan = granular("1", {VCPU: 1}, {10: [10]})
     assert search([plan], SearchRules(), [10], stop_after=0) == []
+
+
+def _flat_rows(seed: int) -> tuple[list[tuple[int, int, int]], dict[int, frozenset[int]]]:
+    """(provider, root, class) rows of single-provider trees, by root, each
+    provider with room for a random subset of the classes; and random traits."""
+    rng = random.Random(seed)
+    rows: list[tuple[int, int, int]] = []
+    traits: dict[int, frozenset[int]] = {}
+    for provider in sorted(rng.sample(range(1, 400), 60)):
+        for class_id in (VCPU, MEMORY, DISK):
+            if rng.random() < 0.8:
+                rows.append((provider, provider, class_id))
+        traits[provider] = frozenset(t for t in (100, 101, 102) if rng.random() < 0.5)
+    return rows, traits
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_single_provider_trees_are_found_as_the_walk_finds_them(seed: int) -> None:
+    """Without options or a walk, the same candidates, in the same order."""
+    rng = random.Random(seed)
+    rows, traits = _flat_rows(seed)
+    amounts = {VCPU: 2, MEMORY: 512, DISK: 10}
+    required = rng.choice([(), (frozenset({100}),), (frozenset({100, 101}), frozenset({102}))])
+    by_tree: dict[int, dict[int, list[int]]] = {}
+    for provider, root, class_id in rows:
+        by_tree.setdefault(root, {c: [] for c in amounts})[class_id].append(provider)
+    complete = {root: classes for root, classes in by_tree.items() if all(classes.values())}
+    plan = unsuffixed(amounts, complete, required)
+    window = range(rng.randrange(0, 200), 400) if seed % 2 else None
+    stop_after = rng.choice([None, 1, 7, 25])
+    anchors = sorted(a for a in complete if window is None or a in window)
+    walked = search([plan], SearchRules(provider_traits=traits), anchors, stop_after=stop_after)
+    found = single_provider_search(plan, rows, traits, window, stop_after=stop_after)
+    assert found == walked
+    assert walked or window is not None
+
+
+def test_a_tree_of_several_providers_needs_the_walk() -> None:
+    rows = [(10, 10, VCPU), (11, 10, MEMORY)]
+    plan = unsuffixed({VCPU: 1, MEMORY: 1}, {10: {VCPU: [10], MEMORY: [11]}})
+    assert single_provider_search(plan, rows, {}) is None

@@ -15,7 +15,10 @@ before its combinations are built:
   providers is an ancestor (or itself) of all the others.
 
 When a request has none of these rules to check, every combination is a
-candidate and the walk is a plain product of the slots' providers.
+candidate and the walk is a plain product of the slots' providers. When
+the request is one unsuffixed group and every tree is a single provider
+(a flat cloud), each provider with room for every class (and the group's
+traits) is one candidate, and no options or walk are needed.
 
 The walk is a generator, so the caller stops it after ``limit`` candidates
 and nothing beyond them is ever enumerated.
@@ -27,6 +30,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from typing import NamedTuple
+
+from placement_api.domain.candidates.options import Trees
 
 Amounts = tuple[tuple[int, int], ...]
 # One provider per slot, in slot order.
@@ -155,11 +160,12 @@ def _slots(plans: Sequence[GroupPlan], rules: SearchRules) -> list[_Slot]:
 class _Shapes:
     """The layout of each shape of combination, worked out once per shape."""
 
-    def __init__(self, slots: Sequence[_Slot]) -> None:
-        self.amounts = [slot.amounts for slot in slots]
+    def __init__(self, slots: Sequence[tuple[str, Amounts]]) -> None:
+        """``slots``: per slot, its group's suffix and its amounts."""
+        self.amounts = [amounts for _, amounts in slots]
         spans: dict[str, list[int]] = {}
-        for index, slot in enumerate(slots):
-            spans.setdefault(slot.suffix, []).append(index)
+        for index, (suffix, _) in enumerate(slots):
+            spans.setdefault(suffix, []).append(index)
         self.groups = list(spans.items())
         self.built: dict[Combination, Layout] = {}
 
@@ -399,7 +405,7 @@ def search(
     if stop_after is not None and stop_after <= 0:
         return []
     walk = _Walk(plans, rules, shuffle)
-    build = _Shapes(walk.slots).candidate
+    build = _Shapes([(slot.suffix, slot.amounts) for slot in walk.slots]).candidate
     found: list[Candidate] = []
     seen = set() if seen is None else seen
     sharing = rules.sharing
@@ -419,3 +425,47 @@ def search(
             if stop_after is not None and len(found) >= stop_after:
                 return found
     return found
+
+
+def single_provider_search(
+    plan: GroupPlan,
+    rows: Iterable[tuple[int, int, int]],
+    provider_traits: Mapping[int, frozenset[int]],
+    within: Trees | None = None,
+    *,
+    stop_after: int | None = None,
+) -> list[Candidate] | None:
+    """Candidates of a request that is one unsuffixed group (``plan``, with
+    no options yet) over trees of a single provider each, with no sharing
+    providers: in the order of ``rows`` ((provider, root, class) by root),
+    each provider of a tree ``within`` that has a row for every slot and
+    the group's required traits. None when some row's provider is not its
+    tree's root: the general search is needed."""
+    chosen: list[int] = []
+    width = len(plan.slots)
+    last, run = None, 0
+    for provider, root, _ in rows:
+        if provider != root:
+            return None
+        run = run + 1 if provider == last else 1
+        last = provider
+        if run < width or (within is not None and provider not in within):
+            continue
+        held = provider_traits.get(provider, _NO_TRAITS)
+        # A loop, not all(): the generator would cost a third of the check.
+        for any_of in plan.required:
+            if not any_of & held:
+                break
+        else:
+            chosen.append(provider)
+            if stop_after is not None and len(chosen) >= stop_after:
+                # Trees further on are never reached, whatever their shape.
+                break
+    if not chosen:
+        return []
+    layout = (
+        _Shapes([(plan.suffix, amounts) for amounts in plan.slots])
+        .candidate((chosen[0],) * width)
+        .layout
+    )
+    return [Candidate((provider,) * width, layout) for provider in chosen]

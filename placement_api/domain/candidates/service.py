@@ -36,7 +36,13 @@ from placement_api.domain.candidates.options import (
 from placement_api.domain.candidates.prelude import Prelude, read_prelude
 from placement_api.domain.candidates.queries import RootList, RootWindow, RowScope, Window
 from placement_api.domain.candidates.request import CandidateRequest
-from placement_api.domain.candidates.search import Candidate, GroupPlan, SearchRules, search
+from placement_api.domain.candidates.search import (
+    Candidate,
+    GroupPlan,
+    SearchRules,
+    search,
+    single_provider_search,
+)
 from placement_api.domain.candidates.summaries import (
     Prefetch,
     ProviderSummary,
@@ -116,20 +122,27 @@ def _plan(
                 cast(list[tuple[int, int]], rows), sharing, rule, within=window
             ),
         )
-    options = unsuffixed_options(
-        cast(list[tuple[int, int, int]], rows),
-        class_ids,
-        sharing,
-        rule,
-        member_of=group.member_of,
-        in_tree=group.tree_root is not None,
-        within=window,
+    return replace(
+        _unsuffixed_plan(group),
+        options=unsuffixed_options(
+            cast(list[tuple[int, int, int]], rows),
+            class_ids,
+            sharing,
+            rule,
+            member_of=group.member_of,
+            in_tree=group.tree_root is not None,
+            within=window,
+        ),
     )
+
+
+def _unsuffixed_plan(group: ResolvedGroup) -> GroupPlan:
+    """The unsuffixed group's plan, without options: one slot per class."""
     return GroupPlan(
         suffix=group.suffix,
         granular=False,
-        slots=tuple(((c, group.amounts[c]),) for c in class_ids),
-        options=options,
+        slots=tuple(((c, group.amounts[c]),) for c in sorted(group.amounts)),
+        options={},
         required=group.required,
     )
 
@@ -259,6 +272,9 @@ class _Finder:
         rows = await self._rows(window)
         if rows is None:
             return []
+        found = self._of_single_providers(rows, window, wanted)
+        if found is not None:
+            return found
         sharing, tree_rules = await self._sharing_for(rows, window)
         root_of = {row[0]: row[1] for group_rows in rows for row in group_rows}
         self.root_of.update(root_of)
@@ -275,6 +291,26 @@ class _Finder:
         if self.shuffle is not None:
             self.shuffle(order)
         return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen)
+
+    def _of_single_providers(
+        self, rows: list[Rows], window: Window | None, wanted: int | None
+    ) -> list[Candidate] | None:
+        """Candidates found without options or a walk, when the request is
+        one unsuffixed group, no sharing provider or shuffling can mix
+        trees, and each tree of the rows is a single provider."""
+        (group, *others) = self.resolved.groups
+        if others or group.granular or self.all_sharing or self.shuffle is not None:
+            return None
+        found = single_provider_search(
+            _unsuffixed_plan(group),
+            cast(list[tuple[int, int, int]], rows[0]),
+            self._holders.traits,
+            window,
+            stop_after=wanted,
+        )
+        if found is not None:
+            self.root_of.update((c.chosen[0], c.chosen[0]) for c in found)
+        return found
 
     async def _read_ahead(self, window: Window | None, wanted: int | None) -> None:
         """Start reading the summaries of the trees the window's search tries

@@ -128,6 +128,19 @@ async def test_summaries_of_a_few_match_summaries_of_all(
     assert few == {name: everything[name] for name in few}
 
 
+async def test_summaries_of_the_first_trees_a_filter_leaves(
+    api: PlacementClient, trees: TreeBuilder
+) -> None:
+    """With a limit, a filter leaving few providers has the summaries of
+    its first trees read while the search runs."""
+    request = f"{REQUEST}&member_of={trees.aggregate('a')}"
+    everything = by_name(trees, await get_ok(api, request))
+    assert set(everything) == {"h1", "h1_numa", "h2", "h2_numa"}
+    few = by_name(trees, await get_ok(api, request + "&limit=1"))
+    assert len(few) == 2
+    assert few == {name: everything[name] for name in few}
+
+
 async def test_summaries_before_1_27_show_only_the_requested_classes(
     api: PlacementClient, trees: TreeBuilder
 ) -> None:

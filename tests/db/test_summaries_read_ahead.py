@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Literal
 
 import pytest
 from sqlalchemy import select
@@ -14,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.pool import QueuePool
 
 from placement_api.db.engine import create_engine
-from placement_api.db.models import ResourceProvider
+from placement_api.db.models import Aggregate, ResourceProvider, Trait
 from placement_api.db.session import make_session_factory, unit_of_work
 from placement_api.domain.candidates.summaries import (
     Prefetch,
@@ -46,7 +47,12 @@ def settings(database_url: str, backend: str) -> Settings:
 async def hosts(api: PlacementClient) -> TreeBuilder:
     tree = TreeBuilder(api)
     for index in range(6):
-        await tree.provider(f"host{index}", inventory={"VCPU": 4, "MEMORY_MB": 2048})
+        await tree.provider(
+            f"host{index}",
+            inventory={"VCPU": 4, "MEMORY_MB": 2048},
+            traits=["CUSTOM_ODD"] if index % 2 else [],
+            aggregates=["even"] if index % 2 == 0 else [],
+        )
     return tree
 
 
@@ -110,6 +116,34 @@ async def test_no_second_connection_is_taken_from_a_pool_in_full_use(
                 assert await load_summaries(session, scope, ESTIMATE, prefetch) == alone
             finally:
                 await prefetch.close()
+
+
+@pytest.mark.parametrize(("by", "held"), [("trait", [1, 3, 5]), ("aggregate", [0, 2, 4])])
+async def test_the_first_trees_a_filter_leaves_are_read_ahead(
+    engine: AsyncEngine, hosts: TreeBuilder, by: Literal["trait", "aggregate"], held: list[int]
+) -> None:
+    async with unit_of_work(make_session_factory(engine), write=False) as session:
+        ids = dict(
+            (await session.execute(select(ResourceProvider.uuid, ResourceProvider.id))).all()
+        )
+        roots = [ids[hosts.uuids[f"host{index}"]] for index in held]
+        if by == "trait":
+            members_of = await session.scalars(select(Trait.id).where(Trait.name == "CUSTOM_ODD"))
+        else:
+            members_of = await session.scalars(select(Aggregate.id))
+        prefetch = Prefetch.of(session, SHAPE, ESTIMATE)
+        assert prefetch is not None
+        await prefetch.start_first_trees(by, members_of.all(), 2)
+        scope = replace(SHAPE, ids=frozenset(roots))
+        try:
+            await prefetch.settle()
+            # The first two trees are read ahead; the third is read after.
+            assert prefetch.covered == set(roots[:2])
+            ahead = await load_summaries(session, scope, ESTIMATE, prefetch)
+        finally:
+            await prefetch.close()
+        assert ahead == await load_summaries(session, scope, ESTIMATE)
+        assert len(ahead.providers) == 3
 
 
 async def test_more_concurrent_requests_than_connections_all_answer(

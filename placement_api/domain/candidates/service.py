@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
-from typing import cast
+from typing import Literal, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -173,9 +173,9 @@ class _Finder:
         self._holders = prelude.holders
         self._rows_by_shape: dict[tuple[object, ...], Rows] = {}
         self._tree_rules: dict[frozenset[int], list[TreeRule]] = {}
-        # Set when the request's trait and aggregate filters leave few
-        # providers but cannot name the trees they leave.
-        self.narrow = False
+        # Set when a trait or aggregate filter on providers leaves few: the
+        # filter leaving the fewest (the trees they are in are read whole).
+        self.narrow: tuple[Literal["trait", "aggregate"], frozenset[int]] | None = None
         # Summaries read while the search runs (nested-aware, not shuffled).
         self.prefetch = prefetch
 
@@ -190,13 +190,16 @@ class _Finder:
             return await self._windowed(partial(_listed_trees, roots), stop_after)
         # Other filters applied in SQL that may leave few providers, counted first.
         groups = self.resolved.groups
-        members = await lookups.member_counts(
-            self.session,
-            [any_of for g in groups if g.granular for any_of in g.required],
-            [any_of for g in groups for any_of in g.member_of],
-        )
+        trait_sets = [any_of for g in groups if g.granular for any_of in g.required]
+        aggregate_sets = [any_of for g in groups for any_of in g.member_of]
+        members = await lookups.member_counts(self.session, trait_sets, aggregate_sets)
         if min(members, default=few + 1) <= few:
-            self.narrow = True
+            narrowest = members.index(min(members))
+            self.narrow = (
+                ("trait", trait_sets[narrowest])
+                if narrowest < len(trait_sets)
+                else ("aggregate", aggregate_sets[narrowest - len(trait_sets)])
+            )
             return await self._in_window(None, self.stop_after)
         return await self._windowed(partial(_tree_range, *self.roots), stop_after)
 
@@ -232,7 +235,7 @@ class _Finder:
         if key not in self._rows_by_shape:
             # A group without filters of its own reads every provider, however
             # narrow the other groups are.
-            narrow = self.narrow and bool(group.required or group.member_of)
+            narrow = self.narrow is not None and bool(group.required or group.member_of)
             if group.granular:
                 found: Rows = await queries.granular_rows(
                     self.session, group, self.resolved, scope, narrow
@@ -279,9 +282,6 @@ class _Finder:
         root_of = {row[0]: row[1] for group_rows in rows for row in group_rows}
         self.root_of.update(root_of)
         rules = await self._search_rules(root_of, sharing.providers)
-        if window is None and self.narrow and self.prefetch is not None:
-            # The trees the search tries first, one candidate each.
-            await self.prefetch.start(sorted(set(root_of.values()))[:wanted])
         plans = [
             _plan(group, group_rows, sharing, rule, window)
             for group, group_rows, rule in zip(self.resolved.groups, rows, tree_rules, strict=True)
@@ -315,8 +315,8 @@ class _Finder:
     async def _read_ahead(self, window: Window | None, wanted: int | None) -> None:
         """Start reading the summaries of the trees the window's search tries
         first (one candidate each, when ``wanted``) while its rows are read
-        and the search runs: of every tree when there is no window (unless
-        filters that leave few trees do not say which)."""
+        and the search runs; without a window, of the first trees a narrow
+        filter leaves or, with none, of every tree."""
         if self.prefetch is None:
             return
         if isinstance(window, RootList):
@@ -324,7 +324,11 @@ class _Finder:
         elif isinstance(window, RootWindow):
             last = window.last if wanted is None else min(window.last, window.first + wanted - 1)
             await self.prefetch.start(range(window.first, last + 1))
-        elif not self.narrow:
+        elif self.narrow is not None:
+            # The trees of the providers the filter leaves, one candidate each.
+            assert wanted is not None
+            await self.prefetch.start_first_trees(*self.narrow, wanted)
+        else:
             await self.prefetch.start(self.anchors)
 
     async def _sharing_for(

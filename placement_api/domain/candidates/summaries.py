@@ -21,12 +21,13 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
-from typing import NamedTuple, cast
+from typing import Literal, NamedTuple, cast
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    ColumnElement,
     Integer,
     Row,
     Select,
@@ -41,11 +42,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, array
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
-from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.orm import InstrumentedAttribute, aliased
 from sqlalchemy.pool import QueuePool
 
 from placement_api.db.models import (
     Inventory,
+    ProviderAggregate,
     ProviderTrait,
     ResourceClass,
     ResourceProvider,
@@ -267,12 +269,38 @@ async def _tree_uuids(
     return uuids
 
 
+# Which providers a probe reads: those whose root (or own) id is in the
+# array ``ids``, or those of the first ``most`` trees, in root order, that
+# hold a provider having one of the traits, or in one of the aggregates, in
+# the array ``members_of``.
+ProbeBy = Literal["ids", "trait", "aggregate"]
+
+
+def _first_trees(by: ProbeBy) -> ColumnElement[bool]:
+    member = aliased(ResourceProvider)
+    of = bindparam("members_of", type_=ARRAY(Integer))
+    if by == "trait":
+        link, condition = ProviderTrait.resource_provider_id, ProviderTrait.trait_id == any_(of)
+    else:
+        link = ProviderAggregate.resource_provider_id
+        condition = ProviderAggregate.aggregate_id == any_(of)
+    root = func.coalesce(member.root_provider_id, member.id)
+    trees = (
+        select(root)
+        .join(link.class_, link == member.id)
+        .where(condition)
+        .distinct()
+        .order_by(root)
+        .limit(bindparam("most", type_=Integer))
+    )
+    return ResourceProvider.root_provider_id.in_(trees)
+
+
 @lru_cache(maxsize=64)
 def _probe_statement(
-    whole_trees: bool, class_ids: frozenset[int] | None, with_traits: bool
+    whole_trees: bool, class_ids: frozenset[int] | None, with_traits: bool, by: ProbeBy = "ids"
 ) -> Select[*Probed]:
-    """Providers whose root (or own) id is in the array ``ids``, with their
-    trait ids and inventories as arrays.
+    """Providers (see ``ProbeBy``), with their trait ids and inventories as arrays.
 
     Each array is a subquery ordered by id over the table's provider index,
     so no sort and no grouping. Built once per shape: building and compiling
@@ -294,6 +322,11 @@ def _probe_statement(
         else literal_column("'{}'::integer[]", ARRAY(Integer))
     )
     scoped_by = ResourceProvider.root_provider_id if whole_trees else ResourceProvider.id
+    scope = (
+        scoped_by == any_(bindparam("ids", type_=ARRAY(Integer)))
+        if by == "ids"
+        else _first_trees(by)
+    )
     capacity = shown_capacity("postgresql")
     inventories = (
         select(array([Inventory.resource_class_id, Inventory.used, capacity]))
@@ -312,7 +345,7 @@ def _probe_statement(
             trait_ids,
             func.array(inventories, type_=ARRAY(BigInteger, dimensions=2)),
         )
-        .where(scoped_by == any_(bindparam("ids", type_=ARRAY(Integer))))
+        .where(scope)
         .order_by(ResourceProvider.id),
     )
 
@@ -440,6 +473,30 @@ class Prefetch:
         self._reading = asyncio.ensure_future(_after(self._reading, read))
         # One turn of the loop sends it (the search that follows never yields).
         await asyncio.sleep(0)
+
+    async def start_first_trees(
+        self, by: Literal["trait", "aggregate"], members_of: Collection[int], most: int
+    ) -> None:
+        """Start reading the summaries of the first ``most`` trees, in root
+        order, holding a provider that has one of the traits (or is in one
+        of the aggregates) ``members_of``; return at once. For whole trees,
+        and before any other reads."""
+        assert self.shape.whole_trees
+        assert self._reading is None
+        connection = await self._connect()
+        if connection is None:
+            return
+        statement = _probe_statement(True, self.shape.class_ids, self.shape.with_traits, by)
+        parameters = {"members_of": sorted(members_of), "most": most}
+        self._reading = asyncio.ensure_future(self._probe_first(connection, statement, parameters))
+        await asyncio.sleep(0)
+
+    async def _probe_first(
+        self, connection: AsyncConnection, statement: Select[*Probed], parameters: dict[str, object]
+    ) -> None:
+        rows = await fetch_all(connection, statement, parameters)
+        self.rows += rows
+        self.covered.update(root for _, _, _, root, _, _ in rows if root is not None)
 
     async def _connect(self) -> AsyncConnection | None:
         if self._connection is None:

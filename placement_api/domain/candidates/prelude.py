@@ -46,23 +46,24 @@ from placement_api.domain.candidates.request import CandidateRequest
 
 # Row kinds: a name and its id, or a fact about the providers.
 _CLASS, _TRAIT, _AGGREGATE, _TREE = "class", "trait", "aggregate", "tree"
-_ROOTS, _SHARING, _HOLDER, _ESTIMATE = "roots", "sharing", "holder", "estimate"
+_ROOTS, _SHARING, _HOLDERS, _ESTIMATE = "roots", "sharing", "holders", "estimate"
 
-# (kind, name, and up to three ids)
-_Part = Select[str, str | None, int | None, int | None, int | None]
-_Prelude = CompoundSelect[str, str | None, int | None, int | None, int | None]
+# (kind, name or text, and up to two ids)
+_Part = Select[str, str | None, int | None, int | None]
+_Prelude = CompoundSelect[str, str | None, int | None, int | None]
 
 
 @dataclass(frozen=True)
 class TraitHolders:
-    """Providers having any of some traits: which of them each has, and its root."""
+    """Providers having any of some traits: which of them each has; and per
+    trait, the roots of the trees where some provider has it."""
 
     traits: dict[int, frozenset[int]] = field(default_factory=dict)
-    roots: dict[int, int] = field(default_factory=dict)
+    trees: dict[int, frozenset[int]] = field(default_factory=dict)
 
     def roots_having(self, any_of: frozenset[int]) -> frozenset[int]:
         """Roots of the trees where some provider has one of ``any_of``."""
-        return frozenset(self.roots[p] for p, traits in self.traits.items() if traits & any_of)
+        return frozenset().union(*(self.trees.get(trait, ()) for trait in any_of))
 
 
 @dataclass
@@ -92,7 +93,7 @@ def _no_name() -> ColumnElement[str | None]:
 def _named(
     kind: str, key: InstrumentedAttribute[str], ident: IdColumn, parameter: str, dialect: str
 ) -> _Part:
-    return select(literal(kind), key, ident, _no_id(), _no_id()).where(
+    return select(literal(kind), key, ident, _no_id()).where(
         in_bound_list(key, parameter, dialect, String)
     )
 
@@ -101,8 +102,8 @@ def _build(shape: tuple[bool, ...], dialect: str) -> _Prelude:
     classes, traits, aggregates, trees, holders = shape
     root = ResourceProvider.root_provider_id
     parts: list[_Part] = [
-        select(literal(_ROOTS), _no_name(), func.min(root), func.max(root), _no_id()),
-        select(literal(_SHARING), _no_name(), sharing_ids().subquery().c[0], _no_id(), _no_id()),
+        select(literal(_ROOTS), _no_name(), func.min(root), func.max(root)),
+        select(literal(_SHARING), _no_name(), sharing_ids().subquery().c[0], _no_id()),
     ]
     if classes:
         parts.append(_named(_CLASS, ResourceClass.name, ResourceClass.id, "classes", dialect))
@@ -124,21 +125,20 @@ def _build(shape: tuple[bool, ...], dialect: str) -> _Prelude:
                 _no_name(),
                 statistics.c.reltuples.cast(Integer),
                 _no_id(),
-                _no_id(),
             ).where(statistics.c.oid == providers)
         )
     if holders:
+        # Per trait, its holders and their roots as one "provider,root ..."
+        # string: thousands of holders cost one row, not one each.
+        pairs = func.aggregate_strings(
+            ProviderTrait.resource_provider_id.cast(String) + "," + root_id().cast(String), " "
+        )
         parts.append(
-            select(
-                literal(_HOLDER),
-                _no_name(),
-                ProviderTrait.resource_provider_id,
-                root_id(),
-                ProviderTrait.trait_id,
-            )
+            select(literal(_HOLDERS), pairs, ProviderTrait.trait_id, _no_id())
             .join(ResourceProvider, ResourceProvider.id == ProviderTrait.resource_provider_id)
             .join(Trait, Trait.id == ProviderTrait.trait_id)
             .where(in_bound_list(Trait.name, "holder_traits", dialect, String))
+            .group_by(ProviderTrait.trait_id)
         )
     return union_all(*parts)
 
@@ -153,22 +153,29 @@ def _statement(shape: tuple[bool, ...], dialect: str) -> _Prelude:
     return found
 
 
-def _holders(rows: list[tuple[int, int, int]]) -> TraitHolders:
-    roots = {provider: root for provider, root, _ in rows}
-    held = {trait for _, _, trait in rows}
-    if len(held) == 1:
+def _holders(pairs_by_trait: dict[int, str]) -> TraitHolders:
+    """Holders from each trait's "provider,root provider,root ..." string."""
+    trees: dict[int, frozenset[int]] = {}
+    holders_of: dict[int, list[int]] = {}
+    for trait, pairs in pairs_by_trait.items():
+        numbers = list(map(int, pairs.replace(" ", ",").split(",")))
+        trees[trait] = frozenset(numbers[1::2])
+        holders_of[trait] = numbers[0::2]
+    if len(holders_of) == 1:
         # The common case: one trait asked for, thousands of holders.
-        return TraitHolders(dict.fromkeys(roots, frozenset(held)), roots)
+        ((trait, providers),) = holders_of.items()
+        return TraitHolders(dict.fromkeys(providers, frozenset((trait,))), trees)
     traits_of: dict[int, set[int]] = {}
-    for provider, _, trait in rows:
-        traits_of.setdefault(provider, set()).add(trait)
-    # Thousands of holders share a few sets (one, for a single trait).
+    for trait, providers in holders_of.items():
+        for provider in providers:
+            traits_of.setdefault(provider, set()).add(trait)
+    # Thousands of holders share a few sets.
     shared: dict[frozenset[int], frozenset[int]] = {}
     traits = {}
     for provider, held in traits_of.items():
         key = frozenset(held)
         traits[provider] = shared.setdefault(key, key)
-    return TraitHolders(traits, roots)
+    return TraitHolders(traits, trees)
 
 
 def _lists(request: CandidateRequest) -> dict[str, list[str]]:
@@ -203,16 +210,15 @@ async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prel
         _TREE: found.trees,
     }
     sharing: set[int] = set()
-    holders: list[tuple[int, int, int]] = []
-    for kind, name, first, second, third in await fetch_all(
+    holders: dict[int, str] = {}
+    for kind, name, first, second in await fetch_all(
         session, _statement(shape, dialect), parameters
     ):
         if first is None:
             continue  # the root range of an empty table
-        if kind == _HOLDER:
-            assert second is not None
-            assert third is not None
-            holders.append((first, second, third))
+        if kind == _HOLDERS:
+            assert name is not None
+            holders[first] = name
         elif kind == _SHARING:
             sharing.add(first)
         elif kind == _ROOTS:

@@ -10,8 +10,10 @@ they are ranges of root ids. Sharing providers serve trees anywhere, so
 their rows are read once, apart. Without a limit, when candidates are to be
 randomised, or when other trait and aggregate filters leave only a few
 providers per candidate wanted (counted first), one read covers everything.
-The summaries of the trees a window's search will try first are read while
-it runs.
+A request of one unsuffixed group over trees of one provider each (a flat
+cloud) needs no search: each provider with room for it is a candidate.
+The summaries of the trees a window's search will try first are read on a
+second connection while the window's rows are read and the search runs.
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ from their small tables rather than a join on every row.
 
 On PostgreSQL a scope of a few of many providers is one statement that
 probes by id and carries each provider's traits and inventories as arrays
-(decoded by the driver, not row by row in Python); it may be sent ahead
-(``Prefetch``) while the search runs. Other scopes, and all on SQLite, are
-read part by part: from whole tables when they cover most providers, else
-in batches by id.
+(decoded by the driver, not row by row in Python). Other scopes, and all
+on SQLite, are read part by part: from whole tables when they cover most
+providers, else in batches by id. On PostgreSQL summaries may be read ahead,
+on a second connection, while the search runs (``Prefetch``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Literal
 
+import asyncpg
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
@@ -158,3 +159,35 @@ async def test_more_concurrent_requests_than_connections_all_answer(
     )
     assert all(answer == alone for answer in answers)
     assert len(alone["allocation_requests"]) == 3
+
+
+async def test_a_cancelled_request_cancels_its_reads_before_the_connection_goes_back(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    """A read blocked behind a lock is under way when the request is
+    cancelled: it is cancelled too, and the pool's connections stay usable."""
+    pool = _pool(engine)
+    factory = make_session_factory(engine)
+    async with unit_of_work(factory, write=False) as session:
+        roots = await _every_root(session)
+    admin = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        # The request has read nothing yet, so holds no lock to wait for.
+        async with unit_of_work(factory, write=False) as session:
+            prefetch = Prefetch.of(session, SHAPE, ESTIMATE)
+            assert prefetch is not None
+            async with admin.transaction():
+                await admin.execute("LOCK TABLE resource_providers IN ACCESS EXCLUSIVE MODE")
+                await prefetch.start(roots)
+                closing = asyncio.ensure_future(prefetch.close())
+                await asyncio.sleep(0.2)
+                assert not closing.done()
+                closing.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await closing
+            assert pool.checkedout() == 1
+        async with unit_of_work(factory, write=False) as session:
+            alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
+            assert len(alone.providers) == 6
+    finally:
+        await admin.close()

@@ -15,13 +15,13 @@ on a second connection, while the search runs (``Prefetch``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Collection, Sequence
+from collections.abc import Awaitable, Collection, Coroutine, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
-from typing import Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import (
@@ -523,7 +523,9 @@ class Prefetch:
 
     async def close(self) -> None:
         """Give the connection back, once reads under way are done (their
-        errors are the request's only if it settled them)."""
+        errors are the request's only if it settled them). A request
+        cancelled meanwhile cancels the read it awaits, and resumes once
+        that read has ended, so no statement runs on a returned connection."""
         try:
             with suppress(Exception):
                 await self.settle()
@@ -532,9 +534,13 @@ class Prefetch:
                 await self._connection.close()
 
 
-async def _after(previous: Awaitable[None] | None, read: Awaitable[None]) -> None:
+async def _after(previous: Awaitable[None] | None, read: Coroutine[Any, Any, None]) -> None:
     if previous is not None:
-        await previous
+        try:
+            await previous
+        except BaseException:
+            read.close()  # never started
+            raise
     await read
 
 

@@ -471,7 +471,7 @@ class Prefetch:
             self.covered |= fresh
             read = self._probe(connection, replace(self.shape, ids=fresh))
         self._reading = asyncio.ensure_future(_after(self._reading, read))
-        # One turn of the loop sends it (the search that follows never yields).
+        # One turn of the loop sends it, whatever follows (a search never yields).
         await asyncio.sleep(0)
 
     async def start_first_trees(

@@ -213,7 +213,10 @@ class _Finder:
         found: list[Candidate] = []
         done, size = 0, max(int(WINDOW_PER_CANDIDATE * stop_after), MIN_WINDOW)
         while len(found) < stop_after and (window := window_at(done, size)) is not None:
-            found += await self._in_window(window, stop_after - len(found))
+            # After windows without a candidate (a full cloud, a rare
+            # flavor), summaries read ahead would most likely go unused.
+            ahead = done == 0 or bool(found)
+            found += await self._in_window(window, stop_after - len(found), ahead)
             done += size
             size = _next_window(done, len(found), stop_after)
         return found
@@ -272,8 +275,11 @@ class _Finder:
             rows.append(found)
         return rows
 
-    async def _in_window(self, window: Window | None, wanted: int | None) -> list[Candidate]:
-        await self._read_ahead(window, wanted)
+    async def _in_window(
+        self, window: Window | None, wanted: int | None, ahead: bool = True
+    ) -> list[Candidate]:
+        if ahead:
+            await self._read_ahead(window, wanted)
         rows = await self._rows(window)
         if rows is None:
             return []

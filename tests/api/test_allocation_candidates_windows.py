@@ -1,12 +1,14 @@
 """With a limit, trees are read in windows of root ids. Shrunk to a root id
 or two per window, the windowed answers must be exactly a prefix-sized
-subset of the full answer, whatever the limit, on every backend."""
+subset of the full answer, whatever the limit, on every backend, whether
+windows read inventory provider by provider (small ones) or not (wide ones,
+their bounds written into the statement)."""
 
 from __future__ import annotations
 
 import pytest
 
-from placement_api.domain.candidates import service
+from placement_api.domain.candidates import queries, service
 from tests.api.test_allocation_candidates import candidates, get_ok, summary_names
 from tests.support.client import PlacementClient
 from tests.support.provider_trees import TreeBuilder
@@ -14,9 +16,17 @@ from tests.support.provider_trees import TreeBuilder
 SHARES = ["MISC_SHARES_VIA_AGGREGATE"]
 
 
+@pytest.fixture(params=[4096, 0], ids=["fenced", "wide"])
+def fencing(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    monkeypatch.setattr(queries, "FENCED_WINDOW", request.param)
+
+
 @pytest.fixture(params=[0, 100], ids=["windows", "narrow-filters"])
 async def spread(
-    api: PlacementClient, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    api: PlacementClient,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    fencing: None,
 ) -> TreeBuilder:
     """Sharing providers with the lowest and highest ids, trees between them.
     Trait and aggregate filters either never or always count as narrow:

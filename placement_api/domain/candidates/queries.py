@@ -160,9 +160,15 @@ def _tree_has_trait(any_of: frozenset[int], root: IdColumn) -> ColumnElement[boo
     )
 
 
-def scope_condition(scope: RowScope, dialect: str) -> ColumnElement[bool]:
+def scope_condition(
+    scope: RowScope, dialect: str, bounds_in_text: bool = False
+) -> ColumnElement[bool]:
     """The providers in scope; a window's bounds are bound when the statement
-    runs (``window.parameters()``), so that one statement serves every window."""
+    runs (``window.parameters()``), so that one statement serves every window.
+    ``bounds_in_text`` writes them into its text instead, so that PostgreSQL
+    plans it for them: a plan made once for any bounds (which it switches to
+    after a few runs) assumes a few dozen providers, and reads a wide
+    window's inventory provider by provider, several times slower."""
     if scope is None:
         return true()
     if scope == "sharing":
@@ -170,7 +176,8 @@ def scope_condition(scope: RowScope, dialect: str) -> ColumnElement[bool]:
     if isinstance(scope, RootList):
         return in_bound_list(ResourceProvider.root_provider_id, "window_roots", dialect)
     return ResourceProvider.root_provider_id.between(
-        bindparam("window_first", type_=Integer), bindparam("window_last", type_=Integer)
+        bindparam("window_first", type_=Integer, literal_execute=bounds_in_text),
+        bindparam("window_last", type_=Integer, literal_execute=bounds_in_text),
     )
 
 
@@ -186,7 +193,7 @@ def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool, dialect: st
         return statement
     if fenced:
         return statement.where(scope_condition(scope, dialect))
-    chosen = select(ResourceProvider.id).where(scope_condition(scope, dialect))
+    chosen = select(ResourceProvider.id).where(scope_condition(scope, dialect, bounds_in_text=True))
     providers = chosen.cte("scope_providers").prefix_with("MATERIALIZED")
     return statement.join(providers, providers.c[0] == ResourceProvider.id)
 

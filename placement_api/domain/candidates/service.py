@@ -19,6 +19,7 @@ second connection while the window's rows are read and the search runs.
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
@@ -89,9 +90,11 @@ def _stop_after(request: CandidateRequest, settings: SearchSettings) -> int | No
 
 def _next_window(scanned: int, found: int, wanted: int) -> int:
     """Size the next window from the yield so far: enough root ids, at the rate
-    seen, for the candidates still wanted."""
+    seen, for the candidates still wanted. After windows without a candidate
+    (a full cloud, a flavor few hosts fit), the rest at once: one read of
+    many trees costs less than a series of windows."""
     if found == 0:
-        return scanned * 4
+        return sys.maxsize
     per_root_id = found / scanned
     return max(int(WINDOW_PER_CANDIDATE * (wanted - found) / per_root_id), MIN_WINDOW)
 
@@ -102,7 +105,7 @@ def _listed_trees(roots: tuple[int, ...], done: int, size: int) -> Window | None
 
 def _tree_range(first: int, last: int, done: int, size: int) -> Window | None:
     start = first + done
-    return RootWindow(start, start + size - 1) if start <= last else None
+    return RootWindow(start, min(start + size - 1, last)) if start <= last else None
 
 
 def _plan(

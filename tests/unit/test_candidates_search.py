@@ -263,3 +263,8 @@ def test_a_tree_of_several_providers_needs_the_walk() -> None:
     rows = [(10, 10, VCPU), (11, 10, MEMORY)]
     plan = unsuffixed({VCPU: 1, MEMORY: 1}, {10: {VCPU: [10], MEMORY: [11]}})
     assert single_provider_search(plan, rows, {}) is None
+
+
+def test_single_provider_trees_none_wanted() -> None:
+    plan = unsuffixed({VCPU: 1}, {10: {VCPU: [10]}})
+    assert single_provider_search(plan, [(10, 10, VCPU)], {}, stop_after=0) == []

@@ -441,6 +441,8 @@ def single_provider_search(
     each provider of a tree ``within`` that has a row for every slot and
     the group's required traits. None when some row's provider is not its
     tree's root: the general search is needed."""
+    if stop_after is not None and stop_after <= 0:
+        return []
     chosen: list[int] = []
     width = len(plan.slots)
     last, run = None, 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import Literal
 
 import asyncpg
 import pytest
@@ -19,6 +18,7 @@ from placement_api.db.engine import create_engine
 from placement_api.db.models import Aggregate, ResourceProvider, Trait
 from placement_api.db.session import make_session_factory, unit_of_work
 from placement_api.domain.candidates.summaries import (
+    FilterKind,
     Prefetch,
     SummaryScope,
     load_summaries,
@@ -121,7 +121,7 @@ async def test_no_second_connection_is_taken_from_a_pool_in_full_use(
 
 @pytest.mark.parametrize(("by", "held"), [("trait", [1, 3, 5]), ("aggregate", [0, 2, 4])])
 async def test_the_first_trees_a_filter_leaves_are_read_ahead(
-    engine: AsyncEngine, hosts: TreeBuilder, by: Literal["trait", "aggregate"], held: list[int]
+    engine: AsyncEngine, hosts: TreeBuilder, by: FilterKind, held: list[int]
 ) -> None:
     async with unit_of_work(make_session_factory(engine), write=False) as session:
         ids = dict(

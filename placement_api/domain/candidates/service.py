@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
-from typing import Literal, cast
+from typing import cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -47,6 +47,7 @@ from placement_api.domain.candidates.search import (
     single_provider_search,
 )
 from placement_api.domain.candidates.summaries import (
+    FilterKind,
     Prefetch,
     ProviderSummary,
     SummaryScope,
@@ -180,7 +181,7 @@ class _Finder:
         self._tree_rules: dict[frozenset[int], list[TreeRule]] = {}
         # Set when a trait or aggregate filter on providers leaves few: the
         # filter leaving the fewest (the trees they are in are read whole).
-        self.narrow: tuple[Literal["trait", "aggregate"], frozenset[int]] | None = None
+        self.narrow: tuple[FilterKind, frozenset[int]] | None = None
         # Summaries read while the search runs (nested-aware, not shuffled).
         self.prefetch = prefetch
 

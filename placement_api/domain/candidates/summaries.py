@@ -273,7 +273,8 @@ async def _tree_uuids(
 # array ``ids``, or those of the first ``most`` trees, in root order, that
 # hold a provider having one of the traits, or in one of the aggregates, in
 # the array ``members_of``.
-ProbeBy = Literal["ids", "trait", "aggregate"]
+FilterKind = Literal["trait", "aggregate"]
+ProbeBy = Literal["ids"] | FilterKind
 
 
 def _first_trees(by: ProbeBy) -> ColumnElement[bool]:
@@ -466,29 +467,29 @@ class Prefetch:
             return
         if everything:
             self._everything = True
-            read = self._read_everything(connection)
+            await self._launch(self._read_everything(connection))
         else:
             self.covered |= fresh
-            read = self._probe(connection, replace(self.shape, ids=fresh))
-        self._reading = asyncio.ensure_future(_after(self._reading, read))
-        # One turn of the loop sends it, whatever follows (a search never yields).
-        await asyncio.sleep(0)
+            await self._launch(self._probe(connection, replace(self.shape, ids=fresh)))
 
     async def start_first_trees(
-        self, by: Literal["trait", "aggregate"], members_of: Collection[int], most: int
+        self, by: FilterKind, members_of: Collection[int], most: int
     ) -> None:
         """Start reading the summaries of the first ``most`` trees, in root
         order, holding a provider that has one of the traits (or is in one
-        of the aggregates) ``members_of``; return at once. For whole trees,
-        and before any other reads."""
+        of the aggregates) ``members_of``; return at once. For whole trees."""
         assert self.shape.whole_trees
-        assert self._reading is None
         connection = await self._connect()
         if connection is None:
             return
         statement = _probe_statement(True, self.shape.class_ids, self.shape.with_traits, by)
         parameters = {"members_of": sorted(members_of), "most": most}
-        self._reading = asyncio.ensure_future(self._probe_first(connection, statement, parameters))
+        await self._launch(self._probe_first(connection, statement, parameters))
+
+    async def _launch(self, read: Coroutine[Any, Any, None]) -> None:
+        """Run ``read`` after the reads under way; return once it is sent."""
+        self._reading = asyncio.ensure_future(_after(self._reading, read))
+        # One turn of the loop sends it, whatever follows (a search never yields).
         await asyncio.sleep(0)
 
     async def _probe_first(

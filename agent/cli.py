@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from keystoneauth1.exceptions import ClientException as KeystoneError
 from prometheus_client import start_http_server
 from pydantic import ValidationError
 from rich.console import Console
 
 from agent.daemon import run_until_stopped, stop_on_signals
-from agent.placement_client import PlacementClient
+from agent.placement import AgentPlacement
 from agent.reporting_pass import (
     PASS_FAILURES,
     Outcome,
@@ -30,6 +31,7 @@ from agent.reporting_pass import (
 from agent.settings import CONFIG_FILE_VARIABLE, AgentSettings, load_settings
 from agent.show import plan_document, print_plan
 from agent.state import StateStore
+from placement_client import PlacementClient
 
 app = typer.Typer(
     help="Report this hypervisor's inventory and traits to Placement.",
@@ -39,8 +41,24 @@ app = typer.Typer(
 err_console = Console(stderr=True)
 log = logging.getLogger("agent")
 
-ApiUrl = Annotated[str | None, typer.Option("--api-url", help="Placement API endpoint.")]
-Token = Annotated[str | None, typer.Option("--token", help="noauth2 or Keystone token.")]
+ApiUrl = Annotated[
+    str | None,
+    typer.Option("--api-url", help="Placement API endpoint (default: the Keystone catalog's)."),
+]
+Token = Annotated[
+    str | None,
+    typer.Option("--token", help="Static X-Auth-Token (noauth2); unset: Keystone credentials."),
+]
+AuthConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--auth-config",
+        help="INI file with a Nova-style [placement] section of keystoneauth1 options.",
+    ),
+]
+AuthSection = Annotated[
+    str | None, typer.Option("--auth-section", help="Section of --auth-config (placement).")
+]
 LibvirtUri = Annotated[str | None, typer.Option("--libvirt-uri", help="libvirt connection URI.")]
 StateDir = Annotated[Path | None, typer.Option("--state-dir", help="Keeps the provider uuid.")]
 InstancesPath = Annotated[
@@ -91,6 +109,8 @@ def main_callback(
     once: Once = False,
     api_url: ApiUrl = None,
     token: Token = None,
+    auth_config: AuthConfig = None,
+    auth_section: AuthSection = None,
     libvirt_uri: LibvirtUri = None,
     state_dir: StateDir = None,
     instances_path: InstancesPath = None,
@@ -104,6 +124,8 @@ def main_callback(
     options = _given(
         api_url=api_url,
         token=token,
+        auth_config_file=auth_config,
+        auth_section=auth_section,
         libvirt_uri=libvirt_uri,
         state_dir=state_dir,
         instances_path=instances_path,
@@ -123,6 +145,8 @@ def run(
     once: Once = False,
     api_url: ApiUrl = None,
     token: Token = None,
+    auth_config: AuthConfig = None,
+    auth_section: AuthSection = None,
     libvirt_uri: LibvirtUri = None,
     state_dir: StateDir = None,
     instances_path: InstancesPath = None,
@@ -137,6 +161,8 @@ def run(
     options = common.options | _given(
         api_url=api_url,
         token=token,
+        auth_config_file=auth_config,
+        auth_section=auth_section,
         libvirt_uri=libvirt_uri,
         state_dir=state_dir,
         instances_path=instances_path,
@@ -178,25 +204,26 @@ def _run(options: dict[str, Any], config: Path | None, once: bool, verbose: bool
 
 
 def _client(settings: AgentSettings) -> PlacementClient:
-    token = settings.token.get_secret_value() if settings.token else None
-    return PlacementClient.connect(settings.api_url, token, settings.request_timeout)
+    try:
+        return PlacementClient.connect(settings.auth_options(), timeout=settings.request_timeout)
+    except (ValueError, OSError, KeystoneError) as error:
+        err_console.print(f"[red]cannot set up Placement credentials:[/red] {error}")
+        raise typer.Exit(code=Outcome.FAILED) from error
 
 
 async def _one_pass(settings: AgentSettings) -> PassResult:
     async with _client(settings) as client:
-        return await ReportingPass(settings, client).run()
+        return await ReportingPass(settings, AgentPlacement(client)).run()
 
 
 async def _run_forever(settings: AgentSettings) -> None:
     stop = asyncio.Event()
     stop_on_signals(stop)
-    log.info(
-        "reporting %s to %s every %ss", settings.libvirt_uri, settings.api_url, settings.interval
-    )
+    where = settings.api_url or "the catalog's Placement"
+    log.info("reporting %s to %s every %ss", settings.libvirt_uri, where, settings.interval)
     async with _client(settings) as client:
-        await run_until_stopped(
-            ReportingPass(settings, client), settings.interval, settings.interval_jitter, stop
-        )
+        reporting = ReportingPass(settings, AgentPlacement(client))
+        await run_until_stopped(reporting, settings.interval, settings.interval_jitter, stop)
 
 
 @app.command()

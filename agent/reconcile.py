@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from agent.discovery.model import Domain
 from agent.metrics import DRIFT
-from agent.placement_client import PlacementClient
+from agent.placement import AgentPlacement
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def find_drift(domains: Iterable[Domain], allocations: dict[str, dict[str, int]]
 
 
 async def reconcile(
-    client: PlacementClient,
+    client: AgentPlacement,
     provider_name: str,
     provider_uuids: Iterable[str],
     domains: Iterable[Domain],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -15,13 +14,8 @@ from agent.inventory import (
     resolve_inventories,
     resolve_traits,
 )
-from agent.placement_client import (
-    ConcurrentUpdate,
-    InventoryInUse,
-    PlacementClient,
-    ProviderConflict,
-    ProviderRecord,
-)
+from agent.placement import AgentPlacement, ProviderRecord
+from placement_client import ConcurrentUpdate, Conflict, InventoryInUse, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +30,10 @@ class ProviderNameTaken(RuntimeError):
     """Another provider, with another uuid, already has the name the agent reports."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    retries: int = 5
-    base_delay: float = 0.05
-    max_delay: float = 2.0
-
-    def delay(self, attempt: int) -> float:
-        """Exponential, with jitter so agents that collided do not collide again."""
-        ceiling = min(self.max_delay, self.base_delay * 2.0**attempt)
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
+def conflict_retry(retries: int) -> RetryPolicy:
+    """Backoff for writes that lost a generation race: short, since the next read
+    is what matters, with jitter so agents that collided do not collide again."""
+    return RetryPolicy(attempts=retries + 1, base_delay=0.05, max_delay=2.0, budget=float("inf"))
 
 
 @dataclass
@@ -72,7 +60,7 @@ class _Known:
 
 class Reporter:
     def __init__(
-        self, client: PlacementClient, retry: RetryPolicy, sleep: Sleep = asyncio.sleep
+        self, client: AgentPlacement, retry: RetryPolicy, sleep: Sleep = asyncio.sleep
     ) -> None:
         self._client = client
         self._retry = retry
@@ -84,7 +72,7 @@ class Reporter:
         self, plan: ProviderPlan, previously_configured: frozenset[str]
     ) -> ProviderReport:
         report = ProviderReport(uuid=plan.uuid, name=plan.name)
-        for attempt in range(self._retry.retries + 1):
+        for attempt in range(self._retry.attempts):
             try:
                 await self._sync_once(plan, previously_configured, report)
                 return report
@@ -101,7 +89,7 @@ class Reporter:
                 log.debug("retrying %s without the classes in use: %s", plan.name, error.detail)
         raise ConflictRetriesExhausted(
             f"provider {plan.name} ({plan.uuid}): generation conflict on each of "
-            f"{self._retry.retries + 1} attempts"
+            f"{self._retry.attempts} attempts"
         )
 
     async def _sync_once(
@@ -136,7 +124,7 @@ class Reporter:
             return found
         try:
             created = await self._client.create_provider(plan.uuid, plan.name, plan.parent_uuid)
-        except ProviderConflict as conflict:
+        except Conflict as conflict:
             # Another writer may have created this very provider since our GET.
             found = await self._client.get_provider(plan.uuid)
             if found is not None:
@@ -158,7 +146,9 @@ class Reporter:
         inventory = await self._client.get_inventories(provider.uuid)
         traits = await self._client.get_traits(provider.uuid)
         if inventory.generation != traits.generation:
-            raise ConcurrentUpdate(409, None, "provider changed between reads", None)
+            raise ConcurrentUpdate(
+                "GET", f"/resource_providers/{provider.uuid}", 409, "provider changed between reads"
+            )
         return _Known(inventory.generation, inventory.inventories, traits.traits)
 
     async def _ensure_custom(self, names: set[str] | frozenset[str], kind: str) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from agent.discovery import DiscoveryError, HostFacts, build_host_facts, read_host
 from agent.inventory import HostPlan, build_host_plan
 from agent.metrics import LAST_SUCCESS, PASSES
-from agent.placement_client import PlacementClient, PlacementError, PlacementUnavailable
+from agent.placement import AgentPlacement
 from agent.provider_config import ProviderConfigError, load_provider_config
 from agent.reconcile import Drift, reconcile
 from agent.reporter import (
@@ -20,17 +20,17 @@ from agent.reporter import (
     ProviderNameTaken,
     ProviderReport,
     Reporter,
-    RetryPolicy,
+    conflict_retry,
 )
 from agent.settings import AgentSettings
 from agent.state import AgentState, StateError, StateStore
+from placement_client import PlacementError
 
 log = logging.getLogger(__name__)
 
 # Failures that are about the world, not the agent: logged without a traceback.
 PASS_FAILURES = (
     DiscoveryError,
-    PlacementUnavailable,
     PlacementError,
     ConflictRetriesExhausted,
     ProviderNameTaken,
@@ -69,10 +69,10 @@ def plan_for(settings: AgentSettings, facts: HostFacts, root_uuid: str) -> HostP
 
 
 class ReportingPass:
-    def __init__(self, settings: AgentSettings, client: PlacementClient) -> None:
+    def __init__(self, settings: AgentSettings, client: AgentPlacement) -> None:
         self._settings = settings
         self._client = client
-        self._reporter = Reporter(client, RetryPolicy(retries=settings.conflict_retries))
+        self._reporter = Reporter(client, conflict_retry(settings.conflict_retries))
         self._store = StateStore(settings.state_dir)
 
     async def run(self) -> PassResult:

@@ -14,6 +14,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from placement_client.auth import DEFAULT_API_URL, DEFAULT_SECTION, AuthOptions
+
 CONFIG_FILE_VARIABLE = "PLACEMENT_AGENT_CONFIG_FILE"
 DEFAULT_CONFIG_FILE = Path("/etc/placement-agent/agent.yaml")
 
@@ -21,9 +23,30 @@ DEFAULT_CONFIG_FILE = Path("/etc/placement-agent/agent.yaml")
 class AgentSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PLACEMENT_AGENT_", extra="forbid")
 
-    api_url: str = Field(default="http://127.0.0.1:8778", description="Placement API endpoint.")
+    api_url: str | None = Field(
+        default=None,
+        description=(
+            "Placement API endpoint. Unset: found in the Keystone catalog (service type "
+            f"placement), or {DEFAULT_API_URL} with a static token."
+        ),
+    )
     token: SecretStr | None = Field(
-        default=None, description="Sent as X-Auth-Token: a noauth2 token or a Keystone token."
+        default=None,
+        description=(
+            "Sent as X-Auth-Token as it is: a noauth2 token (development) or a token made "
+            "elsewhere. Unset: Keystone credentials from auth_config_file or OS_* variables."
+        ),
+    )
+    auth_config_file: Path | None = Field(
+        default=None,
+        description=(
+            "INI file with a Nova-style section of keystoneauth1 options (auth_type, "
+            "auth_url, username, password, ..., region_name, valid_interfaces, "
+            "endpoint_override). Wins over token and OS_* variables."
+        ),
+    )
+    auth_section: str = Field(
+        default=DEFAULT_SECTION, description="The section of auth_config_file to read."
     )
     libvirt_uri: str = "qemu:///system"
     state_dir: Path = Field(
@@ -66,8 +89,12 @@ class AgentSettings(BaseSettings):
 
     @field_validator("api_url")
     @classmethod
-    def _strip_trailing_slash(cls, value: str) -> str:
-        return value.rstrip("/")
+    def _strip_trailing_slash(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value else value
+
+    def auth_options(self) -> AuthOptions:
+        token = self.token.get_secret_value() if self.token else None
+        return AuthOptions(self.api_url, token, self.auth_config_file, self.auth_section)
 
     @classmethod
     def settings_customise_sources(

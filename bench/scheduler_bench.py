@@ -42,7 +42,8 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
-from scheduler.client import PlacementClient, PlacementError
+from placement_client import PlacementClient, PlacementError
+from scheduler.client import SchedulerPlacement
 from scheduler.engine import NoValidHostError, Scheduler
 from scheduler.query import candidates_query
 from scheduler.results import ScheduleResponse
@@ -191,7 +192,10 @@ async def _run(server: infra.Server, config: _Config, engine: AsyncEngine, seed:
         for _ in range(max(1, config.instances // per_request))
     ]
     settings = SchedulerSettings(api_url=server.url, **config.settings)
-    clients = [PlacementClient(server.url, "admin") for _ in range(1 if config.shared else k)]
+    clients = [
+        SchedulerPlacement(PlacementClient.with_token(server.url, "admin"))
+        for _ in range(1 if config.shared else k)
+    ]
     schedulers = [Scheduler(settings, c, rng=random.Random(i)) for i, c in enumerate(clients)]
     await _warm(schedulers)
     api_pids, db_pids = infra.process_tree(server.pid), await infra.database_pids(server)

@@ -13,15 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from placement_client import PlacementError
+from placement_client.errors import CONCURRENT_UPDATE
 from scheduler.claim_batcher import ClaimBatcher
-from scheduler.client import (
-    CONCURRENT_UPDATE,
-    AllocationRequest,
-    ClaimOutcome,
-    NewClaim,
-    PlacementClient,
-    PlacementError,
-)
+from scheduler.client import AllocationRequest, ClaimOutcome, NewClaim, SchedulerPlacement
 from scheduler.explain import ClaimAttempt
 from scheduler.host_state import HostState, Reservation
 
@@ -56,7 +51,7 @@ class ReleaseResult:
 
 
 class Claimer:
-    def __init__(self, client: PlacementClient, writer: ClaimBatcher, *, attempts: int) -> None:
+    def __init__(self, client: SchedulerPlacement, writer: ClaimBatcher, *, attempts: int) -> None:
         self._client = client
         self._writer = writer
         self._attempts = attempts

@@ -31,7 +31,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scheduler.client import ClaimOutcome, NewClaim, PlacementClient, PlacementError
+from placement_client import PlacementError
+from scheduler.client import ClaimOutcome, NewClaim, SchedulerPlacement
 
 
 @dataclass(eq=False)
@@ -47,7 +48,7 @@ class _Entry:
 class ClaimBatcher:
     def __init__(
         self,
-        client: PlacementClient,
+        client: SchedulerPlacement,
         *,
         consumer_type: str,
         max_claims: int,

@@ -32,8 +32,22 @@ UrlOption = Annotated[
 
 @app.command()
 def serve(
-    api_url: Annotated[str | None, typer.Option(help="Placement API root URL.")] = None,
-    token: Annotated[str | None, typer.Option(help="Token sent to Placement.")] = None,
+    api_url: Annotated[
+        str | None, typer.Option(help="Placement API root URL (default: the Keystone catalog's).")
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(help="Static X-Auth-Token (noauth2); unset: Keystone credentials."),
+    ] = None,
+    auth_config: Annotated[
+        Path | None,
+        typer.Option(
+            help="INI file with a Nova-style [placement] section of keystoneauth1 options."
+        ),
+    ] = None,
+    auth_section: Annotated[
+        str | None, typer.Option(help="Section of --auth-config (placement).")
+    ] = None,
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on (8779).")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML settings file.")] = None,
@@ -48,6 +62,8 @@ def serve(
     given: dict[str, Any] = {
         "api_url": api_url,
         "token": token,
+        "auth_config_file": auth_config,
+        "auth_section": auth_section,
         "host": host,
         "port": port,
         "config_file": config,

@@ -9,12 +9,13 @@ a few more requests and successful scheduling none.
 
 from __future__ import annotations
 
-from scheduler.client import PlacementClient, PlacementError
+from placement_client import PlacementError
+from scheduler.client import SchedulerPlacement
 from scheduler.query import QueryParams, resources_param
 from scheduler.spec import RequestGroup, ResourceRequest
 
 
-async def diagnose(client: PlacementClient, request: ResourceRequest) -> list[str]:
+async def diagnose(client: SchedulerPlacement, request: ResourceRequest) -> list[str]:
     try:
         findings = await _lone_amounts(client, request)
         if not findings:
@@ -27,12 +28,12 @@ async def diagnose(client: PlacementClient, request: ResourceRequest) -> list[st
     ]
 
 
-async def _any(client: PlacementClient, params: QueryParams) -> bool:
+async def _any(client: SchedulerPlacement, params: QueryParams) -> bool:
     found = await client.allocation_candidates([*params, ("limit", "1")])
     return bool(found.allocation_requests)
 
 
-async def _lone_amounts(client: PlacementClient, request: ResourceRequest) -> list[str]:
+async def _lone_amounts(client: SchedulerPlacement, request: ResourceRequest) -> list[str]:
     findings = []
     for group in request.groups:
         where = f" (request group {group.suffix})" if group.suffix else ""
@@ -42,7 +43,7 @@ async def _lone_amounts(client: PlacementClient, request: ResourceRequest) -> li
     return findings
 
 
-async def _unnumbered_constraints(client: PlacementClient, group: RequestGroup) -> list[str]:
+async def _unnumbered_constraints(client: SchedulerPlacement, group: RequestGroup) -> list[str]:
     if not group.resources:
         return []
     resources = resources_param(group.resources)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar
 
-from scheduler.client import PlacementClient, ProviderRecord
+from scheduler.client import ProviderRecord, SchedulerPlacement
 from scheduler.host_state import HostMetadata
 from scheduler.settings import AggregateConfig
 
@@ -30,7 +30,7 @@ Clock = Callable[[], float]
 class ProviderDirectory:
     def __init__(
         self,
-        client: PlacementClient,
+        client: SchedulerPlacement,
         aggregates: Mapping[str, AggregateConfig],
         *,
         default_availability_zone: str = "nova",

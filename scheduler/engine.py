@@ -30,10 +30,11 @@ from collections import ChainMap, Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from placement_client import PlacementError
 from scheduler.choosing import Choice, Chooser, UnplaceableError
 from scheduler.claim import Claimer, ReleaseResult, attempt
 from scheduler.claim_batcher import ClaimBatcher
-from scheduler.client import MICROVERSION, NewClaim, PlacementClient, PlacementError
+from scheduler.client import NewClaim, SchedulerPlacement
 from scheduler.context import SchedulingContext
 from scheduler.diagnose import diagnose
 from scheduler.directory import ProviderDirectory
@@ -92,7 +93,7 @@ class Scheduler:
     def __init__(
         self,
         settings: SchedulerSettings,
-        client: PlacementClient,
+        client: SchedulerPlacement,
         *,
         pipeline: Pipeline | None = None,
         rng: random.Random | None = None,
@@ -195,7 +196,9 @@ class Scheduler:
     async def _report_candidates(self, run: _Run, explanation: Explanation) -> None:
         view = run.view
         report = PlacementReport(
-            request=PlacementQuery(query=query_string(run.query), microversion=MICROVERSION),
+            request=PlacementQuery(
+                query=query_string(run.query), microversion=self.client.microversion
+            ),
             allocation_requests=view.allocation_requests,
             hosts=view.hosts_found,
             cache_age_seconds=None if run.read_for_it else round(run.started - view.fetched_at, 3),

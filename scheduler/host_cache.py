@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from scheduler.client import PlacementClient
+from scheduler.client import SchedulerPlacement
 from scheduler.directory import ProviderDirectory
 from scheduler.host_state import HostState, UsageBook, build_hosts, requests_by_host
 
@@ -67,7 +67,7 @@ class _Entry:
 class HostCache:
     def __init__(
         self,
-        client: PlacementClient,
+        client: SchedulerPlacement,
         directory: ProviderDirectory,
         *,
         ttl: float,

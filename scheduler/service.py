@@ -22,7 +22,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from scheduler.client import PlacementClient, PlacementError
+from placement_client import PlacementClient, PlacementError
+from scheduler.client import SchedulerPlacement
 from scheduler.engine import NoValidHostError, PlacementRejectedError, Scheduler
 from scheduler.explain import InstanceExplanation
 from scheduler.metrics import Metrics
@@ -174,8 +175,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        client = PlacementClient(
-            settings.api_url, settings.token, timeout=settings.request_timeout, transport=transport
+        client = SchedulerPlacement(
+            PlacementClient.connect(
+                settings.auth_options(), timeout=settings.request_timeout, transport=transport
+            )
         )
         app.state.scheduler = Scheduler(settings, client, pipeline=pipeline)
         try:

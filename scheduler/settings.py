@@ -28,7 +28,16 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from placement_client.auth import (
+    DEFAULT_API_URL,
+    DEFAULT_SECTION,
+    AuthOptions,
+    keystone_in_environment,
+)
+
 ENV_PREFIX = "PLACEMENT_SCHEDULER_"
+# What the scheduler sends to a noauth2 API when no credentials are configured.
+DEVELOPMENT_TOKEN = "admin"
 DEFAULT_PORT = 8779
 
 DEFAULT_FILTERS = [
@@ -72,8 +81,32 @@ class SchedulerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     config_file: Path | None = Field(default=None, description="YAML file of these settings.")
-    api_url: str = Field(default="http://127.0.0.1:8778", description="Placement API root.")
-    token: str = Field(default="admin", description="Sent as x-auth-token to Placement.")
+    api_url: str | None = Field(
+        default=None,
+        description=(
+            "Placement API root. Unset: found in the Keystone catalog (service type "
+            f"placement), or {DEFAULT_API_URL} with a static token."
+        ),
+    )
+    token: str | None = Field(
+        default=None,
+        description=(
+            "Sent as X-Auth-Token as it is: a noauth2 token (development) or a token made "
+            "elsewhere. Unset: Keystone credentials from auth_config_file or OS_* variables; "
+            f"with neither, the noauth2 token {DEVELOPMENT_TOKEN!r}."
+        ),
+    )
+    auth_config_file: Path | None = Field(
+        default=None,
+        description=(
+            "INI file with a Nova-style section of keystoneauth1 options (auth_type, "
+            "auth_url, username, password, ..., region_name, valid_interfaces, "
+            "endpoint_override). Wins over token and OS_* variables."
+        ),
+    )
+    auth_section: str = Field(
+        default=DEFAULT_SECTION, description="The section of auth_config_file to read."
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
     request_timeout: float = Field(default=30.0, gt=0)
@@ -148,6 +181,12 @@ class SchedulerSettings(BaseSettings):
     explain_top_hosts: int = Field(
         default=5, ge=1, description="Weighed hosts listed per instance in an explanation."
     )
+
+    def auth_options(self) -> AuthOptions:
+        token = self.token
+        if token is None and self.auth_config_file is None:
+            token = None if keystone_in_environment(os.environ) else DEVELOPMENT_TOKEN
+        return AuthOptions(self.api_url, token, self.auth_config_file, self.auth_section)
 
     @field_validator("enabled_filters", "enabled_weighers", mode="before")
     @classmethod

@@ -18,10 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
-from agent.placement_client import PlacementClient
+from agent.placement import AgentPlacement
 from agent.reporting_pass import PassResult, ReportingPass
 from agent.settings import AgentSettings
 from placement_api.db import migrations
+from placement_client import PlacementClient
 from tests.support import databases
 
 REPO = Path(__file__).resolve().parents[2]
@@ -138,6 +139,6 @@ def agent_settings(tmp_path: Path, placement_server: PlacementServer):
 
 
 async def one_pass(settings: AgentSettings, **http_options: Any) -> PassResult:
-    client = PlacementClient.connect(settings.api_url, "admin", 10.0, **http_options)
+    client = PlacementClient.with_token(settings.api_url, "admin", timeout=10.0, **http_options)
     async with client:
-        return await ReportingPass(settings, client).run()
+        return await ReportingPass(settings, AgentPlacement(client)).run()

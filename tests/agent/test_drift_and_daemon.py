@@ -9,10 +9,11 @@ import pytest
 from prometheus_client import REGISTRY
 
 from agent.daemon import next_delay, run_until_stopped
-from agent.placement_client import PlacementClient
+from agent.placement import AgentPlacement
 from agent.reconcile import ALLOCATION_WITHOUT_DOMAIN, DOMAIN_WITHOUT_ALLOCATION
 from agent.reporting_pass import Outcome, ReportingPass
 from agent.state import StateStore
+from placement_client import PlacementClient
 from tests.agent.conftest import one_pass
 from tests.agent.nodes import NodeDomain, write_node
 from tests.agent.test_conflicts_and_ownership import allocate
@@ -73,8 +74,8 @@ async def test_daemon_survives_an_api_restart_and_stops_at_once_when_asked(
     node = write_node(tmp_path / "host.xml", cpus=4, memory_mib=4096)
     settings = agent_settings(node, interval=0.2, interval_jitter=0.1)
     stop = asyncio.Event()
-    client = PlacementClient.connect(settings.api_url, "admin", 2.0)
-    reporting_pass = ReportingPass(settings, client)
+    client = PlacementClient.with_token(settings.api_url, "admin", timeout=2.0)
+    reporting_pass = ReportingPass(settings, AgentPlacement(client))
     daemon = asyncio.create_task(run_until_stopped(reporting_pass, 0.2, 0.1, stop))
 
     def vcpus() -> int | None:
@@ -110,8 +111,8 @@ async def test_stop_during_the_wait_ends_the_loop_without_waiting_the_interval(
 ):
     settings = agent_settings(write_node(tmp_path / "host.xml", cpus=2, memory_mib=2048))
     stop = asyncio.Event()
-    async with PlacementClient.connect(settings.api_url, "admin", 5.0) as client:
-        reporting_pass = ReportingPass(settings, client)
+    async with PlacementClient.with_token(settings.api_url, "admin", timeout=5.0) as client:
+        reporting_pass = ReportingPass(settings, AgentPlacement(client))
         daemon = asyncio.create_task(run_until_stopped(reporting_pass, 3600, 0.1, stop))
         await wait_until(lambda: StateStore(settings.state_dir).load() is not None, 10)
         await asyncio.sleep(0.2)

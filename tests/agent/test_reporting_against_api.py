@@ -10,10 +10,11 @@ from typing import Any
 import httpx
 
 from agent.discovery import RawHost, build_host_facts
-from agent.placement_client import PlacementClient
-from agent.reporter import Reporter, RetryPolicy
+from agent.placement import AgentPlacement
+from agent.reporter import Reporter, conflict_retry
 from agent.reporting_pass import Outcome, plan_for
 from agent.state import AgentState, StateStore
+from placement_client import PlacementClient
 from tests.agent.conftest import one_pass
 from tests.agent.nodes import DATA, write_node
 
@@ -193,8 +194,8 @@ async def test_numa_cells_are_reported_as_child_providers_of_the_root(
     root_uuid = str(uuid.uuid4())
     host_plan = plan_for(settings, facts, root_uuid)
 
-    async with PlacementClient.connect(settings.api_url, "admin", 10.0) as client:
-        reporter = Reporter(client, RetryPolicy())
+    async with PlacementClient.with_token(settings.api_url, "admin", timeout=10.0) as client:
+        reporter = Reporter(AgentPlacement(client), conflict_retry(5))
         for planned in host_plan.providers:
             await reporter.sync(planned, frozenset())
 

@@ -8,10 +8,10 @@ import httpx
 import pytest
 
 from placement_api.db.engine import create_engine
-from scheduler.client import PlacementClient
+from scheduler.client import SchedulerPlacement
 from scheduler.engine import Scheduler
 from scheduler.settings import SchedulerSettings
-from tests.scheduler.live import Cloud, LivePlacement, placement_on
+from tests.scheduler.live import Cloud, LivePlacement, placement_on, scheduler_placement
 from tests.support import databases
 
 
@@ -44,11 +44,11 @@ MakeScheduler = Callable[..., Scheduler]
 async def make_scheduler(
     scheduler_settings: SchedulerSettings,
 ) -> AsyncIterator[MakeScheduler]:
-    clients: list[PlacementClient] = []
+    clients: list[SchedulerPlacement] = []
 
     def build(**overrides: object) -> Scheduler:
         settings = scheduler_settings.model_copy(update=overrides)
-        client = PlacementClient(settings.api_url, settings.token)
+        client = scheduler_placement(settings.api_url)
         clients.append(client)
         return Scheduler(settings, client)
 

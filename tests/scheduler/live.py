@@ -20,6 +20,8 @@ from typing import Any
 import httpx
 
 from placement_api.db import migrations
+from placement_client import PlacementClient
+from scheduler.client import SchedulerPlacement
 from tests.support import databases
 from tests.support.server import live_server
 
@@ -28,6 +30,18 @@ HEADERS = {
     "openstack-api-version": "placement 1.39",
     "accept": "application/json",
 }
+
+
+def scheduler_placement(
+    url: str | None, transport: httpx.AsyncBaseTransport | None = None
+) -> SchedulerPlacement:
+    """The scheduler's Placement calls over the shared client, with the noauth2 admin token."""
+    return SchedulerPlacement(PlacementClient.with_token(url, "admin", transport=transport))
+
+
+def transport_of(placement: SchedulerPlacement) -> httpx.AsyncBaseTransport:
+    found: httpx.AsyncBaseTransport = placement.client._http._transport
+    return found
 
 
 @dataclass(frozen=True)

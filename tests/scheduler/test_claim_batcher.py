@@ -13,18 +13,13 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from placement_client import PlacementError
 from scheduler.claim_batcher import ClaimBatcher
-from scheduler.client import (
-    AllocationRequest,
-    ClaimOutcome,
-    NewClaim,
-    PlacementClient,
-    PlacementError,
-)
+from scheduler.client import AllocationRequest, ClaimOutcome, NewClaim, SchedulerPlacement
 from scheduler.engine import Scheduler
 from scheduler.settings import SchedulerSettings
 from scheduler.spec import ScheduleRequest
-from tests.scheduler.live import Cloud, new_uuid
+from tests.scheduler.live import Cloud, new_uuid, scheduler_placement, transport_of
 
 SIZE = {"VCPU": 1, "MEMORY_MB": 512}
 
@@ -71,19 +66,19 @@ class GatedTransport(httpx.AsyncHTTPTransport):
 
 
 @pytest.fixture
-async def gated(scheduler_settings: SchedulerSettings) -> AsyncIterator[PlacementClient]:
-    client = PlacementClient(scheduler_settings.api_url, "admin", transport=GatedTransport())
+async def gated(scheduler_settings: SchedulerSettings) -> AsyncIterator[SchedulerPlacement]:
+    client = scheduler_placement(scheduler_settings.api_url, GatedTransport())
     yield client
     await client.aclose()
 
 
-def transport(client: PlacementClient) -> GatedTransport:
-    found = client._http._transport
+def transport(client: SchedulerPlacement) -> GatedTransport:
+    found = transport_of(client)
     assert isinstance(found, GatedTransport)
     return found
 
 
-def batcher(client: PlacementClient, max_claims: int = 50) -> ClaimBatcher:
+def batcher(client: SchedulerPlacement, max_claims: int = 50) -> ClaimBatcher:
     return ClaimBatcher(client, consumer_type="INSTANCE", max_claims=max_claims, in_flight=1)
 
 
@@ -93,7 +88,7 @@ def on(rp: str, consumer: str | None = None, size: dict[str, int] = SIZE) -> New
 
 
 async def claim_behind_a_held_write(
-    client: PlacementClient, writer: ClaimBatcher, entries: list[list[NewClaim]], rp: str
+    client: SchedulerPlacement, writer: ClaimBatcher, entries: list[list[NewClaim]], rp: str
 ) -> tuple[ClaimOutcome, list[ClaimOutcome | BaseException]]:
     """Hold a first claim's write at the gate, queue ``entries`` behind it, then let go."""
     gate = transport(client)
@@ -109,7 +104,7 @@ async def claim_behind_a_held_write(
 
 
 async def test_claims_queued_behind_a_write_go_together_in_one_post(
-    cloud: Cloud, gated: PlacementClient
+    cloud: Cloud, gated: SchedulerPlacement
 ) -> None:
     rp = await cloud.host("roomy")
     entries = [[on(rp)] for _ in range(3)]
@@ -124,7 +119,7 @@ async def test_claims_queued_behind_a_write_go_together_in_one_post(
 
 
 async def test_a_refused_batch_writes_nothing_and_each_claim_is_sent_alone(
-    cloud: Cloud, gated: PlacementClient
+    cloud: Cloud, gated: SchedulerPlacement
 ) -> None:
     roomy = await cloud.host("roomy")
     tight = await cloud.host("tight", vcpu=1)
@@ -148,7 +143,7 @@ async def test_a_refused_batch_writes_nothing_and_each_claim_is_sent_alone(
 
 
 async def test_a_multi_instance_entry_stays_all_or_nothing_in_a_refused_batch(
-    cloud: Cloud, gated: PlacementClient
+    cloud: Cloud, gated: SchedulerPlacement
 ) -> None:
     roomy = await cloud.host("roomy")
     tight = await cloud.host("tight", vcpu=1)
@@ -173,7 +168,7 @@ async def test_a_multi_instance_entry_stays_all_or_nothing_in_a_refused_batch(
 
 
 async def test_a_claim_naming_an_unknown_provider_fails_alone(
-    cloud: Cloud, gated: PlacementClient
+    cloud: Cloud, gated: SchedulerPlacement
 ) -> None:
     rp = await cloud.host("roomy")
     entries = [[on(rp)], [on(new_uuid())]]
@@ -185,7 +180,7 @@ async def test_a_claim_naming_an_unknown_provider_fails_alone(
     assert await cloud.allocations(entries[0][0].consumer) == {rp: SIZE}
 
 
-async def test_batches_hold_at_most_max_claims(cloud: Cloud, gated: PlacementClient) -> None:
+async def test_batches_hold_at_most_max_claims(cloud: Cloud, gated: SchedulerPlacement) -> None:
     rp = await cloud.host("roomy")
     entries = [[on(rp)] for _ in range(5)]
     await claim_behind_a_held_write(gated, batcher(gated, max_claims=2), entries, rp)
@@ -193,7 +188,7 @@ async def test_batches_hold_at_most_max_claims(cloud: Cloud, gated: PlacementCli
     assert (await cloud.usages(rp))["VCPU"] == 6
 
 
-async def test_with_batches_of_one_nothing_waits(cloud: Cloud, gated: PlacementClient) -> None:
+async def test_with_batches_of_one_nothing_waits(cloud: Cloud, gated: SchedulerPlacement) -> None:
     rp = await cloud.host("roomy")
     gate = transport(gated)
     gate.gate.clear()
@@ -205,7 +200,7 @@ async def test_with_batches_of_one_nothing_waits(cloud: Cloud, gated: PlacementC
 
 
 async def test_a_cancelled_claim_that_was_not_sent_is_never_written(
-    cloud: Cloud, gated: PlacementClient
+    cloud: Cloud, gated: SchedulerPlacement
 ) -> None:
     rp = await cloud.host("roomy")
     gate = transport(gated)
@@ -230,7 +225,7 @@ def first_consumer(gate: GatedTransport) -> str:
 
 
 async def test_a_cancelled_claim_in_flight_waits_for_placements_answer(
-    cloud: Cloud, gated: PlacementClient
+    cloud: Cloud, gated: SchedulerPlacement
 ) -> None:
     rp = await cloud.host("roomy")
     gate = transport(gated)
@@ -249,7 +244,7 @@ async def test_a_cancelled_claim_in_flight_waits_for_placements_answer(
 
 
 async def test_a_request_cancelled_while_its_claim_is_written_ends_holding_nothing(
-    cloud: Cloud, gated: PlacementClient, scheduler_settings: SchedulerSettings
+    cloud: Cloud, gated: SchedulerPlacement, scheduler_settings: SchedulerSettings
 ) -> None:
     await cloud.host("roomy")
     scheduler = Scheduler(scheduler_settings, gated)

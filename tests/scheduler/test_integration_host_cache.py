@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from scheduler.client import PlacementClient
+from scheduler.client import SchedulerPlacement
 from scheduler.engine import NoValidHostError, Scheduler
 from scheduler.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
 from scheduler.spec import ScheduleRequest
-from tests.scheduler.live import Cloud, new_uuid
+from tests.scheduler.live import Cloud, new_uuid, scheduler_placement, transport_of
 
 FLAVOR = {"VCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 10}
 TTL = 30.0
@@ -52,15 +52,15 @@ class Clock:
 @pytest.fixture
 async def counted(
     scheduler_settings: SchedulerSettings,
-) -> AsyncIterator[tuple[PlacementClient, Clock]]:
+) -> AsyncIterator[tuple[SchedulerPlacement, Clock]]:
     transport = CountingTransport()
-    client = PlacementClient(scheduler_settings.api_url, "admin", transport=transport)
+    client = scheduler_placement(scheduler_settings.api_url, transport)
     yield client, Clock()
     await client.aclose()
 
 
 def cached_scheduler(
-    settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> Scheduler:
     client, clock = counted
     settings = settings.model_copy(update={"host_cache_seconds": TTL})
@@ -68,7 +68,7 @@ def cached_scheduler(
 
 
 def reads(scheduler: Scheduler) -> int:
-    transport = scheduler.client._http._transport
+    transport = transport_of(scheduler.client)
     assert isinstance(transport, CountingTransport)
     return transport.candidate_reads
 
@@ -84,7 +84,7 @@ def age(result: ScheduleResponse | NoValidHostError) -> float | None:
 
 
 async def test_requests_of_one_shape_share_a_read_until_it_is_older_than_the_ttl(
-    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> None:
     await cloud.host("first", memory_mb=8192)
     scheduler = cached_scheduler(scheduler_settings, counted)
@@ -104,7 +104,7 @@ async def test_requests_of_one_shape_share_a_read_until_it_is_older_than_the_ttl
 
 
 async def test_each_request_shape_has_its_own_answer(
-    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> None:
     await cloud.host("h", vcpu=64, memory_mb=65536)
     scheduler = cached_scheduler(scheduler_settings, counted)
@@ -116,7 +116,7 @@ async def test_each_request_shape_has_its_own_answer(
 
 
 async def test_a_stale_cache_loses_the_claim_moves_on_and_never_overcommits(
-    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> None:
     big = await cloud.host("big", vcpu=4, memory_mb=65536)
     small = await cloud.host("small", vcpu=2, memory_mb=8192)
@@ -146,7 +146,7 @@ async def test_a_stale_cache_loses_the_claim_moves_on_and_never_overcommits(
 
 
 async def test_a_request_the_cache_cannot_place_is_decided_again_on_a_fresh_read(
-    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> None:
     rp = await cloud.host("only", vcpu=2)
     scheduler = cached_scheduler(scheduler_settings, counted)
@@ -165,7 +165,7 @@ async def test_a_request_the_cache_cannot_place_is_decided_again_on_a_fresh_read
 
 
 async def test_instances_of_a_request_and_later_requests_see_cached_consumption(
-    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> None:
     hosts = {await cloud.host(f"h{i}", vcpu=4) for i in range(2)}
     scheduler = cached_scheduler(scheduler_settings, counted)
@@ -184,7 +184,7 @@ async def test_instances_of_a_request_and_later_requests_see_cached_consumption(
 
 
 async def test_concurrent_requests_sharing_one_cache_never_overcommit(
-    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> None:
     hosts = [await cloud.host(f"h{i}", vcpu=4) for i in range(3)]  # room for 6 instances
     scheduler = cached_scheduler(scheduler_settings, counted)
@@ -208,7 +208,7 @@ async def test_concurrent_requests_sharing_one_cache_never_overcommit(
 
 
 async def test_a_claim_refused_for_its_consumer_gives_back_its_reservation(
-    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> None:
     elsewhere = await cloud.host("elsewhere", vcpu=2)
     taken = new_uuid()
@@ -229,11 +229,11 @@ async def test_a_claim_refused_for_its_consumer_gives_back_its_reservation(
 
 
 async def test_the_instances_of_a_request_are_claimed_in_one_write(
-    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> None:
     hosts = [await cloud.host(f"h{i}", vcpu=4) for i in range(2)]
     scheduler = cached_scheduler(scheduler_settings, counted)
-    transport = scheduler.client._http._transport
+    transport = transport_of(scheduler.client)
     assert isinstance(transport, CountingTransport)
     result = await scheduler.schedule(ScheduleRequest.model_validate(
         {"resources": FLAVOR, "num_instances": 4}
@@ -246,7 +246,7 @@ async def test_the_instances_of_a_request_are_claimed_in_one_write(
 
 
 async def test_claims_made_together_and_refused_are_made_again_one_by_one(
-    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[PlacementClient, Clock]
+    cloud: Cloud, scheduler_settings: SchedulerSettings, counted: tuple[SchedulerPlacement, Clock]
 ) -> None:
     big = await cloud.host("big", vcpu=8, memory_mb=65536, disk_gb=1000)
     smalls = {await cloud.host(f"small{i}", vcpu=4, memory_mb=8192) for i in range(2)}

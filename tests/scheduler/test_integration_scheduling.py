@@ -11,14 +11,15 @@ import uuid
 import httpx
 import pytest
 
+from placement_client import PlacementError
 from scheduler.claim import Claimer
-from scheduler.client import CandidatesResponse, PlacementClient, PlacementError
+from scheduler.client import CandidatesResponse
 from scheduler.engine import NoValidHostError, PlacementRejectedError, Scheduler
 from scheduler.host_state import HostMetadata, build_hosts
 from scheduler.settings import AggregateConfig, SchedulerSettings
 from scheduler.spec import ScheduleRequest
 from tests.scheduler.conftest import MakeScheduler
-from tests.scheduler.live import Cloud, new_uuid
+from tests.scheduler.live import Cloud, new_uuid, scheduler_placement
 
 FLAVOR = {"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 40}
 
@@ -343,7 +344,7 @@ async def test_a_lost_answer_to_the_claims_made_together_releases_all_of_them(
 ) -> None:
     hosts = [await cloud.host(f"h{i}") for i in range(3)]
     transport = AnswerLostTransport(lose_claim=1)
-    client = PlacementClient(scheduler_settings.api_url, "admin", transport=transport)
+    client = scheduler_placement(scheduler_settings.api_url, transport)
     consumers = [new_uuid() for _ in range(3)]
     try:
         with pytest.raises(PlacementError, match="connection reset"):
@@ -366,7 +367,7 @@ async def test_a_placement_failure_mid_request_releases_every_claim_even_the_una
     # Claiming together is refused (that consumer exists), so the instances are then
     # claimed one by one: the POST, the first PUT, and the lost answer to the second.
     transport = AnswerLostTransport(lose_claim=3)
-    client = PlacementClient(scheduler_settings.api_url, "admin", transport=transport)
+    client = scheduler_placement(scheduler_settings.api_url, transport)
     consumers = [new_uuid(), new_uuid(), someone_elses]
     try:
         with pytest.raises(PlacementError, match="connection reset"):

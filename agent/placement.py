@@ -1,0 +1,136 @@
+"""The Placement calls the agent makes, typed, over the shared ``placement_client``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agent.inventory import InventoryRecord
+from placement_client import NotFound, PlacementClient
+
+
+@dataclass(frozen=True)
+class ProviderRecord:
+    uuid: str
+    name: str
+    generation: int
+    parent_uuid: str | None
+    root_uuid: str
+
+
+@dataclass(frozen=True)
+class InventorySnapshot:
+    generation: int
+    inventories: dict[str, InventoryRecord]
+
+
+@dataclass(frozen=True)
+class TraitsSnapshot:
+    generation: int
+    traits: frozenset[str]
+
+
+class AgentPlacement:
+    def __init__(self, client: PlacementClient) -> None:
+        self._client = client
+
+    async def get_provider(self, uuid: str) -> ProviderRecord | None:
+        try:
+            body = await self._client.get(f"/resource_providers/{uuid}")
+        except NotFound:
+            return None
+        return _provider(body)
+
+    async def find_provider_by_name(self, name: str) -> ProviderRecord | None:
+        body = await self._client.get("/resource_providers", params={"name": name})
+        found = body["resource_providers"]
+        return _provider(found[0]) if found else None
+
+    async def create_provider(
+        self, uuid: str, name: str, parent_uuid: str | None = None
+    ) -> ProviderRecord:
+        payload: dict[str, Any] = {"uuid": uuid, "name": name}
+        if parent_uuid is not None:
+            payload["parent_provider_uuid"] = parent_uuid
+        return _provider(await self._client.post("/resource_providers", payload))
+
+    async def get_inventories(self, uuid: str) -> InventorySnapshot:
+        body = await self._client.get(f"/resource_providers/{uuid}/inventories")
+        return _inventory_snapshot(body)
+
+    async def put_inventories(
+        self, uuid: str, generation: int, inventories: dict[str, InventoryRecord]
+    ) -> InventorySnapshot:
+        payload = {
+            "resource_provider_generation": generation,
+            "inventories": {rc: _record_json(record) for rc, record in inventories.items()},
+        }
+        body = await self._client.put(f"/resource_providers/{uuid}/inventories", payload)
+        return _inventory_snapshot(body)
+
+    async def get_traits(self, uuid: str) -> TraitsSnapshot:
+        body = await self._client.get(f"/resource_providers/{uuid}/traits")
+        return TraitsSnapshot(int(body["resource_provider_generation"]), frozenset(body["traits"]))
+
+    async def put_traits(
+        self, uuid: str, generation: int, traits: frozenset[str]
+    ) -> TraitsSnapshot:
+        payload = {"resource_provider_generation": generation, "traits": sorted(traits)}
+        body = await self._client.put(f"/resource_providers/{uuid}/traits", payload)
+        return TraitsSnapshot(int(body["resource_provider_generation"]), frozenset(body["traits"]))
+
+    async def ensure_trait(self, name: str) -> None:
+        await self._client.put(f"/traits/{name}")
+
+    async def ensure_resource_class(self, name: str) -> None:
+        await self._client.put(f"/resource_classes/{name}")
+
+    async def get_usages(self, uuid: str) -> dict[str, int]:
+        body = await self._client.get(f"/resource_providers/{uuid}/usages")
+        return {rc: int(amount) for rc, amount in body["usages"].items()}
+
+    async def get_provider_allocations(self, uuid: str) -> dict[str, dict[str, int]]:
+        """Consumer uuid -> resources it holds on this provider."""
+        body = await self._client.get(f"/resource_providers/{uuid}/allocations")
+        return {
+            consumer: {rc: int(amount) for rc, amount in held["resources"].items()}
+            for consumer, held in body["allocations"].items()
+        }
+
+
+def _provider(body: dict[str, Any]) -> ProviderRecord:
+    return ProviderRecord(
+        uuid=body["uuid"],
+        name=body["name"],
+        generation=int(body["generation"]),
+        parent_uuid=body.get("parent_provider_uuid"),
+        root_uuid=body.get("root_provider_uuid") or body["uuid"],
+    )
+
+
+def _inventory_snapshot(body: dict[str, Any]) -> InventorySnapshot:
+    return InventorySnapshot(
+        generation=int(body["resource_provider_generation"]),
+        inventories={
+            rc: InventoryRecord(
+                total=int(record["total"]),
+                reserved=int(record["reserved"]),
+                min_unit=int(record["min_unit"]),
+                max_unit=int(record["max_unit"]),
+                step_size=int(record["step_size"]),
+                allocation_ratio=float(record["allocation_ratio"]),
+            )
+            for rc, record in body["inventories"].items()
+        },
+    )
+
+
+def _record_json(record: InventoryRecord) -> dict[str, int | float]:
+    return {
+        "total": record.total,
+        "reserved": record.reserved,
+        "min_unit": record.min_unit,
+        "max_unit": record.max_unit,
+        "step_size": record.step_size,
+        "allocation_ratio": record.allocation_ratio,
+    }

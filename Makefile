@@ -6,7 +6,7 @@ HOST      ?= 127.0.0.1
 PORT      ?= 8778
 export PLACEMENT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/var/placement.sqlite
 
-.PHONY: install run test lint openapi openapi-check bench demo pg-up clean
+.PHONY: install run test lint openapi openapi-check bench demo pg-up keystone clean
 
 install: $(STAMP)
 
@@ -27,9 +27,14 @@ lint: install
 pg-up:
 	@./scripts/ensure-postgresql.sh
 
+# Keystone from PyPI in a venv of its own (var/keystone-venv) for the tests
+# and the benchmark that run a real Keystone; reused while it is current.
+keystone:
+	@./scripts/install-keystone.sh
+
 # One pytest run covers both backends: database fixtures are parametrised
 # over PLACEMENT_TEST_BACKENDS (default "sqlite,postgresql").
-test: lint pg-up openapi-check
+test: lint pg-up keystone openapi-check
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 openapi: install

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from keystoneauth1 import adapter, loading, noauth, session, token_endpoint
+from keystoneauth1 import adapter, loading, session, token_endpoint
 from keystoneauth1.loading import opts
 from oslo_config import cfg
 
@@ -65,11 +65,8 @@ def keystone_in_environment(environ: Mapping[str, str]) -> bool:
 
 def from_static_token(api_url: str | None, token: str | None) -> adapter.Adapter:
     api_url = api_url or DEFAULT_API_URL
-    plugin = (
-        noauth.NoAuth(endpoint=api_url)
-        if token is None
-        else token_endpoint.Token(endpoint=api_url, token=token)
-    )
+    # keystoneauth1's admin_token plugin; with no token it sends no X-Auth-Token.
+    plugin = token_endpoint.Token(endpoint=api_url, token=token)
     return adapter.Adapter(
         session.Session(auth=plugin), service_type=SERVICE_TYPE, endpoint_override=api_url
     )

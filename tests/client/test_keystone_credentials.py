@@ -113,6 +113,21 @@ async def test_os_password_variables_find_the_catalog_endpoint_and_reuse_one_tok
     assert holder["project"]["id"] == cloud.project_id
 
 
+async def test_os_system_scope_gives_a_system_scoped_token(cloud: Cloud, placement_app) -> None:
+    variables = {
+        "OS_AUTH_URL": cloud.keystone.url,
+        "OS_USERNAME": cloud.keystone.admin.name,
+        "OS_PASSWORD": cloud.keystone.admin.password,
+        "OS_USER_DOMAIN_NAME": "Default",
+        "OS_SYSTEM_SCOPE": "all",
+        "OS_REGION_NAME": cloud.region,
+    }
+    sent = await send_three(from_environment(variables), placement_app)
+    holder = token_holder(cloud.keystone, tokens(sent)[0])
+    assert holder["system"] == {"all": True}
+    assert "project" not in holder
+
+
 async def test_os_application_credential_variables_authenticate_with_it(
     cloud: Cloud, placement_app
 ) -> None:

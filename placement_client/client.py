@@ -78,9 +78,15 @@ class PlacementClient:
         self._setup = asyncio.Lock()
 
     @classmethod
-    def connect(cls, options: AuthOptions, **client_options: Any) -> Self:
-        """A client configured as ``options`` say (see ``auth.load_adapter``)."""
-        return cls(load_adapter(options), **client_options)
+    def connect(
+        cls,
+        options: AuthOptions,
+        environ: Mapping[str, str] | None = None,
+        **client_options: Any,
+    ) -> Self:
+        """A client configured as ``options`` and the ``OS_*`` variables of ``environ``
+        (the process environment by default) say; see ``auth.load_adapter``."""
+        return cls(load_adapter(options, environ), **client_options)
 
     @classmethod
     def with_token(cls, api_url: str | None, token: str | None, **client_options: Any) -> Self:

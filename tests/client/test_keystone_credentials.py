@@ -21,6 +21,7 @@ from keystoneauth1 import adapter
 from placement_client import AuthenticationFailed, AuthOptions, PlacementClient, load_adapter
 from placement_client.auth import from_config_file, from_environment
 from tests.client.conftest import Sent
+from tests.client.keystone_cloud import os_password, register_placement, token_holder
 from tests.support.keystone import Keystone, User
 
 PUBLIC_URL = "http://public.placement.test"
@@ -39,21 +40,7 @@ class Cloud:
 @pytest.fixture(scope="module")
 def cloud(keystone: Keystone) -> Cloud:
     """Placement in the catalog of a region of its own, and a member of a project."""
-    region = f"client-tests-{uuid.uuid4().hex[:8]}"
-    admin = {"x-auth-token": keystone.admin_token()}
-    with httpx.Client(base_url=keystone.url, headers=admin, timeout=30) as http:
-        http.post("/regions", json={"region": {"id": region}}).raise_for_status()
-        service = {"type": "placement", "name": f"placement-{region}"}
-        made = http.post("/services", json={"service": service})
-        made.raise_for_status()
-        for interface, url in (("public", PUBLIC_URL), ("internal", INTERNAL_URL)):
-            endpoint = {
-                "service_id": made.json()["service"]["id"],
-                "interface": interface,
-                "url": url,
-                "region_id": region,
-            }
-            http.post("/endpoints", json={"endpoint": endpoint}).raise_for_status()
+    region = register_placement(keystone, {"public": PUBLIC_URL, "internal": INTERNAL_URL})
     project_name = f"project-{uuid.uuid4().hex[:8]}"
     project_id = keystone.create_project(project_name)
     user = keystone.user_with_roles("member", project_id=project_id)
@@ -61,27 +48,7 @@ def cloud(keystone: Keystone) -> Cloud:
 
 
 def password_variables(cloud: Cloud, auth_url: str | None = None) -> dict[str, str]:
-    return {
-        "OS_AUTH_URL": auth_url or cloud.keystone.url,
-        "OS_USERNAME": cloud.user.name,
-        "OS_PASSWORD": cloud.user.password,
-        "OS_PROJECT_NAME": cloud.project_name,
-        "OS_USER_DOMAIN_NAME": "Default",
-        "OS_PROJECT_DOMAIN_NAME": "Default",
-        "OS_REGION_NAME": cloud.region,
-    }
-
-
-def token_holder(keystone: Keystone, token: str) -> dict[str, Any]:
-    """What Keystone says about a token (it raises if the token is not valid)."""
-    response = httpx.get(
-        f"{keystone.url}/auth/tokens",
-        headers={"x-auth-token": keystone.admin_token(), "x-subject-token": token},
-        timeout=30,
-    )
-    response.raise_for_status()
-    found: dict[str, Any] = response.json()["token"]
-    return found
+    return os_password(cloud.keystone, cloud.user, cloud.project_name, cloud.region, auth_url)
 
 
 async def send_three(ks_adapter: adapter.Adapter, placement_app: Any) -> Sent:

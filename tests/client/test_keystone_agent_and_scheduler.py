@@ -260,10 +260,11 @@ async def test_a_token_revoked_mid_run_is_refused_once_then_replaced(
     async with app.router.lifespan_context(app):
         await schedule(app)
         revoked = recorder.tokens()[-1]
-        response = httpx.delete(
-            f"{keystone.url}/auth/tokens",
-            headers={"x-auth-token": keystone.admin_token(), "x-subject-token": revoked},
-        )
+        async with httpx.AsyncClient() as http:
+            response = await http.delete(
+                f"{keystone.url}/auth/tokens",
+                headers={"x-auth-token": keystone.admin_token(), "x-subject-token": revoked},
+            )
         assert response.status_code == 204
         decided = await schedule(app)
     refused = [(token, status) for _, token, status in recorder.seen if status == 401]

@@ -127,7 +127,8 @@ class PlacementClient:
         headers = {"openstack-api-version": version.header}
         send = (method, endpoint + path, path)
         response = await self._send(*send, headers=headers, params=params, json=json)
-        if response.status_code == 401 and await self._credentials.renew():
+        refused = response.request.headers.get("x-auth-token")
+        if response.status_code == 401 and await self._credentials.renew(refused):
             response = await self._send(*send, headers=headers, params=params, json=json)
         if response.is_error:
             raise error_from(response)

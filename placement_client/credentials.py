@@ -19,6 +19,7 @@ from keystoneauth1.identity import base as identity
 from placement_client.errors import AuthenticationFailed, PlacementUnavailable
 
 log = logging.getLogger(__name__)
+TOKEN_HEADER = "X-Auth-Token"
 T = TypeVar("T")
 
 
@@ -53,9 +54,13 @@ class Credentials:
             )
         return str(found).rstrip("/")
 
-    async def renew(self) -> bool:
-        """Drop the token after a 401; True when a new one may be fetched."""
+    async def renew(self, refused: str | None) -> bool:
+        """Drop the token Placement refused; True when a new one may be fetched.
+        Requests refused together renew it once: the first drops it, the others
+        find it dropped or replaced already."""
         async with self._lock:
+            if self._headers is None or self._headers.get(TOKEN_HEADER) != refused:
+                return True
             self._headers = None
             renewable = bool(self._adapter.invalidate())
         if renewable:

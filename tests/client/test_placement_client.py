@@ -3,6 +3,7 @@ retries with bounded backoff, and one new token after a 401."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -178,6 +179,15 @@ async def test_a_401_renews_the_token_and_sends_the_request_once_more(placement_
     assert auth.invalidated == 1
     assert sent.paths() == ["/", *["/resource_providers"] * 3]
     assert [r.headers.get("x-auth-token") for r in sent.requests[1:]] == [None, "admin", "admin"]
+
+
+async def test_requests_refused_together_renew_the_token_once(placement_app) -> None:
+    auth, sent = RenewedToken(), Sent()
+    async with renewing_client(auth, placement_app, sent) as client:
+        await client.get("/")  # the version document is read before the race
+        answers = await asyncio.gather(*(client.get("/resource_providers") for _ in range(5)))
+    assert answers == [{"resource_providers": []}] * 5
+    assert auth.invalidated == 1
 
 
 async def test_a_token_refused_twice_is_unauthorized_without_a_third_try(placement_app) -> None:

@@ -14,9 +14,11 @@ from typing import Annotated, Any
 
 import typer
 from keystoneauth1.exceptions import ClientException as KeystoneError
+from oslo_config import cfg
 from prometheus_client import start_http_server
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from agent.daemon import run_until_stopped, stop_on_signals
 from agent.placement import AgentPlacement
@@ -206,8 +208,8 @@ def _run(options: dict[str, Any], config: Path | None, once: bool, verbose: bool
 def _client(settings: AgentSettings) -> PlacementClient:
     try:
         return PlacementClient.connect(settings.auth_options(), timeout=settings.request_timeout)
-    except (ValueError, OSError, KeystoneError) as error:
-        err_console.print(f"[red]cannot set up Placement credentials:[/red] {error}")
+    except (ValueError, OSError, KeystoneError, cfg.Error) as error:
+        err_console.print(f"[red]cannot set up Placement credentials:[/red] {escape(str(error))}")
         raise typer.Exit(code=Outcome.FAILED) from error
 
 

@@ -112,6 +112,21 @@ def test_once_fails_with_status_one_when_the_api_is_unreachable(tmp_path: Path):
     assert "pass failed" in completed.stderr
 
 
+def test_an_auth_config_without_credentials_is_reported_and_fails(tmp_path: Path):
+    config = tmp_path / "agent.conf"
+    config.write_text("[placement]\nregion_name = RegionOne\n")
+    completed = agent(
+        "--once", "--auth-config", str(config), "--state-dir", str(tmp_path),
+        "--libvirt-uri", node_uri(DATA / "small-host.xml"), "--instances-path", str(tmp_path),
+    )  # fmt: skip
+
+    assert completed.returncode == Outcome.FAILED
+    message = " ".join(completed.stderr.split())
+    assert "cannot set up Placement credentials" in message
+    assert "[placement] of" in message
+    assert "names no auth_type" in message
+
+
 def test_invalid_setting_is_reported_and_fails(tmp_path: Path):
     completed = agent("--once", "--interval", "-5", "--state-dir", str(tmp_path))
 

@@ -16,10 +16,12 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 
 from placement_api import errors, microversion
+from placement_api.auth import KEYSTONE, Authenticator, NoAuth2Authenticator
 from placement_api.db.engine import create_engine
 from placement_api.db.session import make_session_factory, unit_of_work
 from placement_api.deps import Services
 from placement_api.domain.standard_names import sync_standard_names
+from placement_api.keystone import KeystoneAuthenticator
 from placement_api.middleware import PlacementRequestMiddleware
 from placement_api.policy import Policy
 from placement_api.rendering import error_response
@@ -46,8 +48,28 @@ class PlacementCORSMiddleware(CORSMiddleware):
         return response
 
 
+NOAUTH2_WARNING = (
+    "auth strategy noauth2: requests are NOT authenticated; whoever reaches the port "
+    "acts as any user, project and role it names (X-Auth-Token 'admin' is an "
+    "administrator). Use PLACEMENT_AUTH_STRATEGY=keystone outside development."
+)
+
+
+def _authenticator(settings: Settings) -> Authenticator:
+    if settings.auth_strategy != KEYSTONE:
+        return NoAuth2Authenticator()
+    if settings.config_file is None:
+        raise ValueError(
+            "PLACEMENT_AUTH_STRATEGY=keystone needs PLACEMENT_CONFIG_FILE: a placement.conf "
+            "whose [keystone_authtoken] section configures keystonemiddleware"
+        )
+    return KeystoneAuthenticator(settings.config_file, timeout=settings.keystone_timeout)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    # Built now so a bad configuration stops start-up, not the first request.
+    authenticator = _authenticator(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -56,9 +78,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         async with unit_of_work(factory, write=True) as session:
             await sync_standard_names(session)
         policy = Policy(
-            policy_file=settings.policy_file, enforce_new_defaults=settings.enforce_new_defaults
+            policy_file=settings.policy_file,
+            enforce_new_defaults=settings.enforce_new_defaults,
+            enforce_scope=settings.enforce_scope,
         )
-        app.state.services = Services(settings=settings, session_factory=factory, policy=policy)
+        if isinstance(authenticator, NoAuth2Authenticator):
+            LOG.warning(NOAUTH2_WARNING)
+        app.state.services = Services(
+            settings=settings,
+            session_factory=factory,
+            policy=policy,
+            authenticator=authenticator,
+        )
         # What start-up made (modules, the app, the policy) lives as long as
         # the process: frozen, it is left out of the collector's full passes,
         # which would otherwise walk it all every few large answers.
@@ -66,6 +97,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            if isinstance(authenticator, KeystoneAuthenticator):
+                authenticator.close()
             await engine.dispose()
 
     app = FastAPI(

@@ -15,18 +15,25 @@ OpenStack Placement's test-only no-auth pipeline does:
 
 Only the version document (``GET /``) is reachable without a token; the
 caller decides which paths need a context at all.
+
+``keystone`` never reads identity from the request's headers: see
+``placement_api.keystone``, which builds the context from what
+keystonemiddleware's ``auth_token`` established. Both are an
+``Authenticator``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from oslo_context import context as oslo_context
 
 from placement_api import errors
 
 NOAUTH2 = "noauth2"
+KEYSTONE = "keystone"
 
 _MISSING_TOKEN = (
     "The server could not verify that the request is authorized: "
@@ -41,6 +48,13 @@ class RequestContext:
     roles: tuple[str, ...]
     system_scope: str | None
     request_id: str
+    domain_id: str | None = None
+    user_domain_id: str | None = None
+    project_domain_id: str | None = None
+    is_admin_project: bool = True
+    service_user_id: str | None = None
+    service_project_id: str | None = None
+    service_roles: tuple[str, ...] = ()
 
     def policy_credentials(self) -> dict[str, object]:
         """The credentials oslo.policy's ``enforce`` expects.
@@ -55,9 +69,27 @@ class RequestContext:
             roles=list(self.roles),
             system_scope=self.system_scope,
             request_id=self.request_id,
+            domain_id=self.domain_id,
+            user_domain_id=self.user_domain_id,
+            project_domain_id=self.project_domain_id,
+            is_admin_project=self.is_admin_project,
+            service_user_id=self.service_user_id,
+            service_project_id=self.service_project_id,
+            service_roles=list(self.service_roles),
             overwrite=False,
         )
         return dict(context.to_policy_values())
+
+
+class Authenticator(Protocol):
+    async def authenticate(self, headers: Mapping[str, str], request_id: str) -> RequestContext:
+        """The caller's context; raise ``Unauthorized`` (or 503) when it cannot be had."""
+        ...
+
+
+class NoAuth2Authenticator:
+    async def authenticate(self, headers: Mapping[str, str], request_id: str) -> RequestContext:
+        return context_from_headers(headers, request_id, NOAUTH2)
 
 
 HeaderLookup = Mapping[str, str]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -22,6 +23,29 @@ app.add_typer(db_app, name="db")
 console = Console(stderr=True)
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _refuse_open_noauth2(host: str) -> None:
+    settings = get_settings()
+    if settings.auth_strategy == "noauth2" and not (
+        _is_loopback(host) or settings.allow_insecure_noauth
+    ):
+        console.print(
+            f"[red]Refusing to serve without authentication on {host}.[/red] With "
+            "PLACEMENT_AUTH_STRATEGY=noauth2 anyone who reaches the port is an administrator. "
+            "Use PLACEMENT_AUTH_STRATEGY=keystone (see docs/keystone.md), listen on "
+            "127.0.0.1, or set PLACEMENT_ALLOW_INSECURE_NOAUTH=true to accept the risk."
+        )
+        raise typer.Exit(code=2)
+
+
 def _ensure_sqlite_directory(url: str) -> None:
     if is_sqlite_url(url) and ":///" in url:
         path = url.split(":///", 1)[1]
@@ -37,6 +61,7 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the API. SQLite databases are migrated first; PostgreSQL must be current."""
+    _refuse_open_noauth2(host)
     url = get_settings().database_url
     if is_sqlite_url(url):
         _ensure_sqlite_directory(url)

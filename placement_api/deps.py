@@ -11,7 +11,7 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
-from placement_api.auth import RequestContext, context_from_headers
+from placement_api.auth import Authenticator, RequestContext
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.microversion import Version
 from placement_api.policy import Policy
@@ -28,6 +28,7 @@ class Services:
     settings: Settings
     session_factory: SessionFactory
     policy: Policy
+    authenticator: Authenticator
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ async def api_request(request: Request) -> ApiRequest:
     if request.method in ("GET", "HEAD") and not _accepts_json(request.headers.get("accept")):
         raise errors.NotAcceptable("Only application/json is provided")
     request_id: str = request.state.request_id
-    context = context_from_headers(request.headers, request_id, shared.settings.auth_strategy)
+    context = await shared.authenticator.authenticate(request.headers, request_id)
     return ApiRequest(
         version=request.state.microversion,
         context=context,

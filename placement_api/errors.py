@@ -21,6 +21,8 @@ PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
 QUERY_DUPLICATE_KEY = "placement.query.duplicate_key"
 QUERY_BAD_VALUE = "placement.query.bad_value"
 QUERY_MISSING_VALUE = "placement.query.missing_value"
+# Ours (upstream has none): the identity service could not validate a token.
+AUTH_SERVICE_UNAVAILABLE = "placement.auth.service_unavailable"
 
 # Which kind of 409 a ``placement.concurrent_update`` is. Carried as the
 # extra ``conflict`` key of the error object so clients need not match text.
@@ -88,6 +90,16 @@ class Conflict(PlacementError):
 
 class UnsupportedMediaType(PlacementError):
     status = 415
+
+
+class ServiceUnavailable(PlacementError):
+    status = 503
+
+
+class AuthServiceUnavailable(ServiceUnavailable):
+    """Keystone could not be reached (or failed) while validating a token."""
+
+    code = AUTH_SERVICE_UNAVAILABLE
 
 
 class ConcurrentUpdate(Conflict):

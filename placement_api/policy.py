@@ -4,13 +4,15 @@ Rules are evaluated by oslo.policy over the defaults in
 ``placement_api.policies``, with an operator's policy file (YAML or JSON,
 rule name -> check string) applied on top and re-read when it changes.
 
-``enforce_new_defaults`` is Placement's secure-RBAC switch, and like
-upstream's deployments it turns on two things together:
+Two switches, as upstream's ``[oslo_policy]`` options:
 
-* the new defaults alone (off: each new default is OR'd with the legacy
-  ``role:admin`` it replaces);
-* scope checking (off: a system-scoped token is judged by its roles only;
-  on: every Placement rule is project scoped, so such a token gets 403).
+* ``enforce_new_defaults``: the new (secure-RBAC) defaults alone; off, each
+  new default is OR'd with the legacy ``role:admin`` it replaces;
+* ``enforce_scope``: each rule's scope types are checked against the token's
+  scope; every Placement rule is project scoped, so a system- or
+  domain-scoped token gets 403. oslo.policy now always checks scope, so off
+  (its former default) registers the rules without scope types and a token
+  is judged by its roles only.
 
 The enforcer has a private ``ConfigOpts`` and only ever reads the one policy
 file it is given: never the global CONF, never files found under /etc.
@@ -50,7 +52,9 @@ class _PolicyFileOnlyEnforcer(oslo_policy.Enforcer):
 
 
 class Policy:
-    def __init__(self, *, policy_file: Path | None, enforce_new_defaults: bool) -> None:
+    def __init__(
+        self, *, policy_file: Path | None, enforce_new_defaults: bool, enforce_scope: bool = True
+    ) -> None:
         if policy_file is not None and not policy_file.is_file():
             raise FileNotFoundError(f"policy file {policy_file} does not exist")
         conf = cfg.ConfigOpts()
@@ -63,9 +67,7 @@ class Policy:
         # Every default changed with secure RBAC; one warning per rule at
         # start-up says nothing an operator can act on.
         self._enforcer.suppress_default_change_warnings = True
-        self._enforcer.register_defaults(
-            _scoped(policies.all_rules(), enforce_scope=enforce_new_defaults)
-        )
+        self._enforcer.register_defaults(_scoped(policies.all_rules(), enforce_scope=enforce_scope))
         # Parse the file now so a malformed one stops start-up, not a request.
         try:
             self._enforcer.load_rules()
@@ -95,8 +97,8 @@ def _scoped(
 ) -> list[oslo_policy.RuleDefault]:
     """The rules, with their scope types dropped when scope is not enforced.
 
-    oslo.policy always checks a rule's scope types, so legacy mode (where
-    upstream runs with enforce_scope off) registers the rules without them.
+    oslo.policy always checks a rule's scope types, so not enforcing scope
+    (oslo.policy's former ``enforce_scope = False``) registers them without.
     """
     if enforce_scope:
         return list(rules)

@@ -1,4 +1,5 @@
-"""Service configuration, read from the environment (prefix ``PLACEMENT_``)."""
+"""Service configuration: arguments, then the environment (prefix ``PLACEMENT_``),
+then ``PLACEMENT_CONFIG_FILE`` (``placement_api.config_file``), then defaults."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from placement_api.config_file import ConfigFileSource
 
 DEFAULT_SQLITE_PATH = Path("var") / "placement.sqlite"
 
@@ -22,11 +30,49 @@ class Settings(BaseSettings):
         description="SQLAlchemy async URL: sqlite+aiosqlite:///... or postgresql+asyncpg://...",
     )
     database_pool_size: int = Field(default=10, ge=1)
-    auth_strategy: Literal["noauth2"] = "noauth2"
+    auth_strategy: Literal["noauth2", "keystone"] = Field(
+        default="noauth2",
+        description=(
+            "noauth2: no authentication, the caller says who it is (development only); "
+            "keystone: keystonemiddleware's auth_token validates every token, configured "
+            "by [keystone_authtoken] in the config file."
+        ),
+    )
+    config_file: Path | None = Field(
+        default=None,
+        description=(
+            "An upstream-style placement.conf (INI). Its [keystone_authtoken] section "
+            "configures keystonemiddleware; the options mapped in docs/keystone.md fill "
+            "settings not given as PLACEMENT_* variables."
+        ),
+    )
+    allow_insecure_noauth: bool = Field(
+        default=False,
+        description="Let `serve` run noauth2 on an address other than loopback.",
+    )
+    keystone_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds a request may wait for its token to be validated before it is "
+            "answered 503; also keystonemiddleware's http_connect_timeout when the "
+            "config file does not set one."
+        ),
+    )
     cors_allowed_origins: CommaList = Field(default_factory=list)
     cors_allow_headers: CommaList = Field(default_factory=list)
     policy_file: Path | None = None
-    enforce_new_defaults: bool = True
+    enforce_new_defaults: bool = Field(
+        default=True,
+        description="Secure-RBAC policy defaults alone (false: each ORed with role:admin).",
+    )
+    enforce_scope: bool = Field(
+        default=True,
+        description=(
+            "Check each policy rule's scope types against the token's scope, as oslo.policy "
+            "does (false: a token is judged by its roles only)."
+        ),
+    )
     randomize_allocation_candidates: bool = False
     max_allocation_candidates: int = Field(
         default=-1, description="Cap on candidates generated per request; -1 means no cap."
@@ -38,6 +84,24 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Arguments, then PLACEMENT_* variables, then the config file.
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            file_secret_settings,
+            ConfigFileSource(settings_cls),
+        )
 
     @property
     def is_sqlite(self) -> bool:

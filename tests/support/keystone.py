@@ -6,7 +6,8 @@ own, ``var/keystone-venv`` (``KEYSTONE_VENV`` overrides it), made by
 too when the venv is missing). Each instance runs on SQLite in a temporary
 directory: ``keystone-manage db_sync``, ``fernet_setup``,
 ``credential_setup`` and ``bootstrap``, then its WSGI app under gunicorn on a
-free 127.0.0.1 port. About 15-20 s to start.
+free 127.0.0.1 port, registered in the catalog as the identity service's
+public and internal endpoint in ``RegionOne``. About 15-20 s to start.
 
 Interface
 ---------
@@ -226,6 +227,8 @@ def _set_up(bin_dir: Path, config_dir: Path, url: str) -> None:
         "--bootstrap-service-name", "keystone",
         "--bootstrap-region-id", REGION,
         "--bootstrap-public-url", url,
+        # keystonemiddleware looks Keystone up at the internal interface.
+        "--bootstrap-internal-url", url,
     ]  # fmt: skip
     _wait_all([_manage(bin_dir, config_dir, *bootstrap)])
 

@@ -77,17 +77,30 @@ ADMIN_OR_SERVICE_RULES = [
 ADMIN_ROLE_HOLDERS = {"legacy_admin_token", "admin", "project_admin"}
 PROJECT_READERS = {"project_admin", "project_member", "project_reader"}
 
-# Who may do what, by mode. Legacy mode ORs each new default with role:admin
-# and does not check scope, so a system-scoped admin gets through there.
+# Who may do what, by mode: secure-RBAC or legacy defaults, scope checked
+# (oslo.policy's behaviour, our default) or not. Legacy mode ORs each new
+# default with role:admin; unchecked scope lets a system-scoped admin through.
+MODES = {
+    "secure": {"enforce_new_defaults": True, "enforce_scope": True},
+    "legacy": {"enforce_new_defaults": False, "enforce_scope": True},
+    "secure_unscoped": {"enforce_new_defaults": True, "enforce_scope": False},
+    "legacy_unscoped": {"enforce_new_defaults": False, "enforce_scope": False},
+}
+_ADMIN_OR_SERVICE = ADMIN_ROLE_HOLDERS | {"service"}
+_PROJECT_USAGES = _ADMIN_OR_SERVICE | PROJECT_READERS
 EXPECTED_ALLOWED = {
-    ("secure", "admin_or_service"): ADMIN_ROLE_HOLDERS | {"service"},
-    ("legacy", "admin_or_service"): ADMIN_ROLE_HOLDERS | {"service", "system_admin"},
+    ("secure", "admin_or_service"): _ADMIN_OR_SERVICE,
+    ("legacy", "admin_or_service"): _ADMIN_OR_SERVICE,
+    ("secure_unscoped", "admin_or_service"): _ADMIN_OR_SERVICE | {"system_admin"},
+    ("legacy_unscoped", "admin_or_service"): _ADMIN_OR_SERVICE | {"system_admin"},
     ("secure", "reshape"): {"service"},
-    ("legacy", "reshape"): ADMIN_ROLE_HOLDERS | {"service", "system_admin"},
-    ("secure", "project_usages"): ADMIN_ROLE_HOLDERS | {"service"} | PROJECT_READERS,
-    ("legacy", "project_usages"): (
-        ADMIN_ROLE_HOLDERS | {"service", "system_admin"} | PROJECT_READERS
-    ),
+    ("legacy", "reshape"): _ADMIN_OR_SERVICE,
+    ("secure_unscoped", "reshape"): {"service"},
+    ("legacy_unscoped", "reshape"): _ADMIN_OR_SERVICE | {"system_admin"},
+    ("secure", "project_usages"): _PROJECT_USAGES,
+    ("legacy", "project_usages"): _PROJECT_USAGES,
+    ("secure_unscoped", "project_usages"): _PROJECT_USAGES | {"system_admin"},
+    ("legacy_unscoped", "project_usages"): _PROJECT_USAGES | {"system_admin"},
 }
 
 # Every rule name upstream Placement registers: operators' files name them.
@@ -149,17 +162,14 @@ def allowed(
 
 @pytest.fixture(scope="module")
 def default_policies() -> dict[str, Policy]:
-    return {
-        "secure": Policy(policy_file=None, enforce_new_defaults=True),
-        "legacy": Policy(policy_file=None, enforce_new_defaults=False),
-    }
+    return {mode: Policy(policy_file=None, **switches) for mode, switches in MODES.items()}
 
 
 def test_every_upstream_rule_is_registered_under_its_upstream_name() -> None:
     assert {rule.name for rule in policies.all_rules()} == UPSTREAM_RULE_NAMES
 
 
-@pytest.mark.parametrize("mode", ["secure", "legacy"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("rule", ADMIN_OR_SERVICE_RULES)
 def test_resource_rules_allow_admins_and_services_only(
     default_policies: dict[str, Policy], mode: str, rule: str
@@ -170,7 +180,7 @@ def test_resource_rules_allow_admins_and_services_only(
     assert decisions == EXPECTED_ALLOWED[(mode, "admin_or_service")]
 
 
-@pytest.mark.parametrize("mode", ["secure", "legacy"])
+@pytest.mark.parametrize("mode", MODES)
 def test_reshape_is_for_services_and_in_legacy_mode_admins(
     default_policies: dict[str, Policy], mode: str
 ) -> None:
@@ -182,7 +192,7 @@ def test_reshape_is_for_services_and_in_legacy_mode_admins(
     assert decisions == EXPECTED_ALLOWED[(mode, "reshape")]
 
 
-@pytest.mark.parametrize("mode", ["secure", "legacy"])
+@pytest.mark.parametrize("mode", MODES)
 def test_total_usages_are_readable_by_readers_of_the_target_project(
     default_policies: dict[str, Policy], mode: str
 ) -> None:
@@ -195,7 +205,7 @@ def test_total_usages_are_readable_by_readers_of_the_target_project(
     assert decisions == EXPECTED_ALLOWED[(mode, "project_usages")]
 
 
-@pytest.mark.parametrize("mode", ["secure", "legacy"])
+@pytest.mark.parametrize("mode", MODES)
 def test_total_usages_of_a_missing_project_are_denied_to_readers(
     default_policies: dict[str, Policy], mode: str
 ) -> None:

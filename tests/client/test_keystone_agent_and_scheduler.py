@@ -209,9 +209,7 @@ async def test_the_scheduler_schedules_and_claims_with_os_password_variables(
     app, recorder = scheduler_with(keystone_placement.password_variables())
     async with app.router.lifespan_context(app):
         decided = await schedule(app)
-    claimed = await claimed_on(keystone_placement, decided)
-    assert list(claimed.values()) == [FLAVOR]
-    assert set(claimed) <= set(hosts)
+    assert list((await claimed_on(keystone_placement, decided)).values()) == [FLAVOR]
     assert len(set(recorder.tokens())) == 1  # one token for the whole decision
 
 

@@ -19,7 +19,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from agent.reporting_pass import Outcome
+from agent.placement import AgentPlacement
+from agent.reporting_pass import Outcome, ReportingPass
+from agent.settings import AgentSettings
 from placement_api.db import migrations
 from placement_client import AuthOptions, PlacementClient
 from scheduler.service import create_app
@@ -233,17 +235,49 @@ async def test_the_scheduler_schedules_with_an_application_credential_section(
     assert holder["application_credential"]["id"] == credential.id
 
 
-async def test_a_token_that_expires_mid_run_is_renewed_and_the_run_goes_on(
-    keystone_placement: KeystonePlacement, hosts: list[str], scheduler_with: Any
+@pytest.fixture(scope="module")
+def short_lived(keystone_placement: KeystonePlacement) -> Iterator[Keystone]:
+    """A Keystone (same data) whose tokens expire a few seconds after keystoneauth1
+    stops reusing them."""
+    with keystone_placement.keystone.with_token_expiration(SHORT_TOKEN_SECONDS) as issuer:
+        yield issuer
+
+
+async def test_the_agent_renews_a_token_that_expires_between_passes(
+    keystone_placement: KeystonePlacement, short_lived: Keystone, tmp_path: Path
 ) -> None:
-    keystone = keystone_placement.keystone
-    with keystone.with_token_expiration(SHORT_TOKEN_SECONDS) as short_lived:
-        app, recorder = scheduler_with(keystone_placement.password_variables(short_lived.url))
-        async with app.router.lifespan_context(app):
-            first = await schedule(app)
-            reused = set(recorder.tokens())
-            await asyncio.sleep(6)  # the token now expires within keystoneauth1's margin
-            second = await schedule(app)
+    settings = AgentSettings(
+        libvirt_uri="test:///default",
+        state_dir=tmp_path / "state",
+        instances_path=tmp_path,
+        provider_name=f"kvm-{uuid.uuid4().hex[:8]}",
+    )
+    variables = keystone_placement.password_variables(short_lived.url)
+    recorder = Recorder()
+    client = PlacementClient.connect(settings.auth_options(), variables, transport=recorder)
+    async with client:
+        reporting = ReportingPass(settings, AgentPlacement(client))
+        first = await reporting.run()
+        reused = set(recorder.tokens())
+        await asyncio.sleep(6)  # the token now expires within keystoneauth1's margin
+        second = await reporting.run()
+    assert (first.outcome, second.outcome) == (Outcome.DRIFT, Outcome.DRIFT)
+    assert len(reused) == 1
+    assert set(recorder.tokens()) - reused
+
+
+async def test_the_scheduler_renews_a_token_that_expires_between_requests(
+    keystone_placement: KeystonePlacement,
+    short_lived: Keystone,
+    hosts: list[str],
+    scheduler_with: Any,
+) -> None:
+    app, recorder = scheduler_with(keystone_placement.password_variables(short_lived.url))
+    async with app.router.lifespan_context(app):
+        first = await schedule(app)
+        reused = set(recorder.tokens())
+        await asyncio.sleep(6)  # the token now expires within keystoneauth1's margin
+        second = await schedule(app)
     assert len(reused) == 1
     assert set(recorder.tokens()) - reused  # renewed before it expired
     for decided in (first, second):

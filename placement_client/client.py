@@ -58,6 +58,9 @@ class PlacementClient:
         sleep: Sleep = asyncio.sleep,
         event_hooks: Mapping[str, list[EventHook]] | None = None,
     ) -> None:
+        if ks_adapter.session.timeout is None:
+            # A Keystone that hangs must not hang the caller's thread for ever.
+            ks_adapter.session.timeout = timeout
         self._credentials = Credentials(ks_adapter)
         self._retry = retry or RetryPolicy()
         self._wanted = Version.parse(microversion)

@@ -4,6 +4,7 @@ retries with bounded backoff, and one new token after a 401."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from typing import Any
 
@@ -24,6 +25,7 @@ from placement_client import (
     Unauthorized,
     Version,
 )
+from placement_client.auth import from_environment
 from tests.client.conftest import FAST_RETRY, URL, MakeClient, Sent
 from tests.support.server import free_port
 
@@ -271,3 +273,24 @@ async def test_ping_answers_false_at_once_when_nothing_listens() -> None:
     async with PlacementClient.with_token(url, "admin", sleep=waits) as client:
         assert await client.ping() is False
     assert waits.delays == []
+
+
+@pytest.mark.parametrize("listening", [True, False], ids=["silent", "refusing"])
+async def test_a_keystone_that_cannot_be_reached_makes_placement_unavailable(
+    listening: bool,
+) -> None:
+    with socket.socket() as keystone:
+        keystone.bind(("127.0.0.1", 0))
+        if listening:
+            keystone.listen()  # connections are queued, never answered
+        variables = {
+            "OS_AUTH_URL": f"http://127.0.0.1:{keystone.getsockname()[1]}/v3",
+            "OS_USERNAME": "placement-agent",
+            "OS_PASSWORD": "secret",
+            "OS_USER_DOMAIN_NAME": "Default",
+            "OS_PROJECT_NAME": "service",
+            "OS_PROJECT_DOMAIN_NAME": "Default",
+        }
+        async with PlacementClient(from_environment(variables), timeout=0.5) as client:
+            with pytest.raises(PlacementUnavailable, match="cannot find the Placement endpoint"):
+                await client.get("/resource_providers")

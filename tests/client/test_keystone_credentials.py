@@ -121,7 +121,7 @@ async def test_a_nova_style_placement_section_uses_its_interface_and_region(
 ) -> None:
     config = placement_section(
         tmp_path / "agent.conf",
-        auth_type="password",
+        auth_type="v3password",
         auth_url=cloud.keystone.url,
         username=cloud.user.name,
         password=cloud.user.password,

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from keystoneauth1.exceptions import ClientException as KeystoneError
-from oslo_config import cfg
 from prometheus_client import start_http_server
 from pydantic import ValidationError
 from rich.console import Console
@@ -34,6 +32,7 @@ from agent.settings import CONFIG_FILE_VARIABLE, AgentSettings, load_settings
 from agent.show import plan_document, print_plan
 from agent.state import StateStore
 from placement_client import PlacementClient
+from placement_client.auth import SETUP_ERRORS
 
 app = typer.Typer(
     help="Report this hypervisor's inventory and traits to Placement.",
@@ -208,7 +207,7 @@ def _run(options: dict[str, Any], config: Path | None, once: bool, verbose: bool
 def _client(settings: AgentSettings) -> PlacementClient:
     try:
         return PlacementClient.connect(settings.auth_options(), timeout=settings.request_timeout)
-    except (ValueError, OSError, KeystoneError, cfg.Error) as error:
+    except SETUP_ERRORS as error:
         err_console.print(f"[red]cannot set up Placement credentials:[/red] {escape(str(error))}")
         raise typer.Exit(code=Outcome.FAILED) from error
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from keystoneauth1 import adapter, loading, session, token_endpoint
+from keystoneauth1 import adapter, exceptions, loading, session, token_endpoint
 from keystoneauth1.loading import opts
 from oslo_config import cfg
 
@@ -36,6 +36,10 @@ DEFAULT_SECTION = "placement"
 CONF_VALID_INTERFACES = ["internal", "public"]
 ENV_INTERFACE = "public"
 KEYSTONE_VARIABLES = ("OS_AUTH_URL", "OS_AUTH_TYPE", "OS_AUTH_PLUGIN")
+
+
+# What a wrong set-up raises while the credentials are loaded (before any request).
+SETUP_ERRORS = (ValueError, OSError, exceptions.ClientException, cfg.Error)
 
 
 @dataclass(frozen=True)

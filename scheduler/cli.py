@@ -10,8 +10,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from placement_client.auth import SETUP_ERRORS, load_adapter
 from scheduler.render import render_decision, render_explanation
 from scheduler.service_client import (
     DEFAULT_URL,
@@ -69,6 +71,11 @@ def serve(
         "config_file": config,
     }
     settings = SchedulerSettings(**{k: v for k, v in given.items() if v is not None})
+    try:
+        load_adapter(settings.auth_options())  # a wrong set-up stops here, not at start-up
+    except SETUP_ERRORS as error:
+        errors.print(f"[red]cannot set up Placement credentials:[/red] {escape(str(error))}")
+        raise typer.Exit(1) from error
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level)
 
 

@@ -3,6 +3,8 @@ section over a static token over ``OS_*`` variables over nothing."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from agent.settings import AgentSettings
 from placement_client import AuthOptions, load_adapter
 from placement_client.auth import DEFAULT_API_URL
 from scheduler.settings import SchedulerSettings
+from tests.support.server import free_port
 
 OS_PASSWORD = {
     "OS_AUTH_URL": "http://keystone.test/v3",
@@ -93,3 +96,19 @@ def test_the_scheduler_sends_the_noauth2_admin_token_only_without_keystone_varia
     monkeypatch.setenv("OS_AUTH_URL", "http://keystone.test/v3")
     assert SchedulerSettings().auth_options().token is None
     assert SchedulerSettings(token="t").auth_options().token == "t"
+
+
+def test_placement_scheduler_serve_refuses_a_section_without_credentials(tmp_path: Path) -> None:
+    config = tmp_path / "scheduler.conf"
+    config.write_text("[placement]\nregion_name = RegionOne\n")
+    scheduler = Path(sys.executable).parent / "placement-scheduler"
+    completed = subprocess.run(
+        [str(scheduler), "serve", "--auth-config", str(config), "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    message = " ".join(completed.stderr.split())
+    assert completed.returncode == 1
+    assert f"cannot set up Placement credentials: [placement] of {config}" in message

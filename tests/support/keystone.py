@@ -27,12 +27,14 @@ Context manager, for anything else (benchmarks, other expiries):
   ``region`` -- ``RegionOne``; ``admin`` -- a :class:`User` (``admin`` /
   ``ADMIN_PASSWORD``, ``admin`` role on the ``admin`` project and on the
   system), ``admin_project_id``; ``domain_id`` -- ``default``.
-* ``token(user, project_id=None, system=False) -> str`` -- a password token,
-  project scoped when ``project_id`` is given, system scoped when ``system``,
-  unscoped otherwise. ``admin_token()`` -- the admin's system-scoped token.
+* ``token(user, project_id=None, system=False, domain_id=None) -> str`` -- a
+  password token, project scoped when ``project_id`` is given, system scoped
+  when ``system``, domain scoped when ``domain_id``, unscoped otherwise.
+  ``admin_token()`` -- the admin's system-scoped token.
+  ``application_credential_token(credential) -> str``.
 * ``create_project(name=None) -> str`` (id); ``create_user(name=None,
   password=None) -> User``; ``assign_role(user, role, project_id=None,
-  system=False)``; ``role_id(name)``. Bootstrap made the roles ``admin``,
+  system=False, domain_id=None)``; ``role_id(name)``. Bootstrap made the roles ``admin``,
   ``manager``, ``member``, ``reader`` and ``service``.
 * ``user_with_roles(*roles, project_id=None, system=False) -> User`` -- a
   new user holding ``roles`` on the project (a new one when not given) or
@@ -188,6 +190,8 @@ def _write_config(config_dir: Path, data_dir: Path, token_expiration: int) -> No
         f"[fernet_receipts]\nkey_repository = {data_dir / 'fernet-keys'}\n"
         f"[credential]\nkey_repository = {data_dir / 'credential-keys'}\n"
         f"[token]\nexpiration = {token_expiration}\n"
+        # bcrypt's fewest rounds: users and password tokens are made in bulk.
+        "[identity]\npassword_hash_rounds = 4\n"
     )
 
 
@@ -255,7 +259,14 @@ class Keystone:
 
     # -- tokens ---------------------------------------------------------------
 
-    def token(self, user: User, project_id: str | None = None, *, system: bool = False) -> str:
+    def token(
+        self,
+        user: User,
+        project_id: str | None = None,
+        *,
+        system: bool = False,
+        domain_id: str | None = None,
+    ) -> str:
         auth: dict[str, Any] = {
             "identity": {
                 "methods": ["password"],
@@ -268,9 +279,20 @@ class Keystone:
         }
         if system:
             auth["scope"] = {"system": {"all": True}}
+        elif domain_id is not None:
+            auth["scope"] = {"domain": {"id": domain_id}}
         elif project_id is not None:
             auth["scope"] = {"project": {"id": project_id}}
         response = self._http.post(f"{self.url}/auth/tokens", json={"auth": auth})
+        _check(response)
+        return response.headers["x-subject-token"]
+
+    def application_credential_token(self, credential: ApplicationCredential) -> str:
+        identity = {
+            "methods": ["application_credential"],
+            "application_credential": {"id": credential.id, "secret": credential.secret},
+        }
+        response = self._http.post(f"{self.url}/auth/tokens", json={"auth": {"identity": identity}})
         _check(response)
         return response.headers["x-subject-token"]
 
@@ -299,15 +321,23 @@ class Keystone:
         return self._find("roles", name)
 
     def assign_role(
-        self, user: User, role: str, project_id: str | None = None, *, system: bool = False
+        self,
+        user: User,
+        role: str,
+        project_id: str | None = None,
+        *,
+        system: bool = False,
+        domain_id: str | None = None,
     ) -> None:
         role_id = self.role_id(role)
         if system:
             path = f"system/users/{user.id}/roles/{role_id}"
+        elif domain_id is not None:
+            path = f"domains/{domain_id}/users/{user.id}/roles/{role_id}"
         elif project_id is not None:
             path = f"projects/{project_id}/users/{user.id}/roles/{role_id}"
         else:
-            raise ValueError("assign_role needs a project_id or system=True")
+            raise ValueError("assign_role needs a project_id, a domain_id or system=True")
         _check(self._http.put(f"{self.url}/{path}", headers=self._admin_headers()))
 
     def user_with_roles(

@@ -25,10 +25,8 @@ from tests.support.keystone import Keystone, User, keystone
 __all__ = ["keystone"]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.parent == Path(__file__).parent:
-            item.add_marker(pytest.mark.xdist_group("keystone"))
+# Test modules here set this as their ``pytestmark``.
+ON_KEYSTONE_WORKER = pytest.mark.xdist_group("keystone")
 
 
 @dataclass(frozen=True)
@@ -96,7 +94,9 @@ async def keystone_app(
     database_url: str, conf: Path, **settings: Any
 ) -> AsyncIterator[AsyncClient]:
     """The ASGI app with keystone auth from ``conf``, on a database emptied afterwards."""
-    app = create_app(Settings(database_url=database_url, config_file=conf, **settings))
+    app = create_app(
+        Settings(database_url=database_url, auth_strategy="keystone", config_file=conf, **settings)
+    )
     try:
         async with app.router.lifespan_context(app):
             transport = ASGITransport(app=app)

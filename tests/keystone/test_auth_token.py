@@ -13,7 +13,13 @@ import pytest
 
 from placement_api import errors
 from placement_api.keystone import KeystoneAuthenticator
-from tests.keystone.conftest import Cloud, as_caller, keystone_app, write_placement_conf
+from tests.keystone.conftest import (
+    ON_KEYSTONE_WORKER,
+    Cloud,
+    as_caller,
+    keystone_app,
+    write_placement_conf,
+)
 from tests.support.client import PlacementClient
 
 SPOOFED_IDENTITY = {
@@ -28,6 +34,8 @@ SPOOFED_IDENTITY = {
     "x-domain-id": "default",
     "openstack-system-scope": "all",
 }
+
+pytestmark = ON_KEYSTONE_WORKER
 
 
 @pytest.fixture

@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 from httpx import AsyncClient
 
-from tests.keystone.conftest import Caller, Cloud, as_caller, keystone_app, write_placement_conf
+from tests.keystone.conftest import (
+    ON_KEYSTONE_WORKER,
+    Caller,
+    Cloud,
+    as_caller,
+    keystone_app,
+    write_placement_conf,
+)
 from tests.support.client import PlacementClient
 
 ADMIN_OR_SERVICE = {"admin", "service"}
@@ -54,6 +61,8 @@ MODES = {
     "secure_unscoped": {"enforce_new_defaults": True, "enforce_scope": False},
     "legacy_unscoped": {"enforce_new_defaults": False, "enforce_scope": False},
 }
+
+pytestmark = ON_KEYSTONE_WORKER
 
 
 def expected_allowed(mode: str, family: str) -> set[str]:

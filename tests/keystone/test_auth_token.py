@@ -75,10 +75,10 @@ async def test_expired_token_is_401_even_once_cached(
     async with keystone_app(database_url, conf) as http:
         with cloud.keystone.with_token_expiration(lifetime) as short_lived:
             token = short_lived.token(cloud.keystone.admin, cloud.keystone.admin_project_id)
-        issued = time.monotonic()
-        client = PlacementClient(http, token=token)
-        # The first answer validates (and caches) the token; then it expires.
-        first = await client.get("/resource_providers")
+            issued = time.monotonic()
+            client = PlacementClient(http, token=token)
+            # The first answer validates (and caches) the token; then it expires.
+            first = await client.get("/resource_providers")
         await asyncio.sleep(max(0.0, issued + lifetime + 1 - time.monotonic()))
         second = await client.get("/resource_providers")
     assert first.status_code == 200, first.text
@@ -189,3 +189,17 @@ async def test_hung_keystone_is_503_within_the_timeout(
     assert response.status_code == 503
     assert response.json()["errors"][0]["code"] == errors.AUTH_SERVICE_UNAVAILABLE
     assert waited < 5
+
+
+@pytest.mark.parametrize("token", [None, "not-a-token"])
+async def test_delayed_auth_decision_still_refuses_invalid_tokens(
+    database_url: str, tmp_path: Path, cloud: Cloud, token: str | None
+) -> None:
+    conf = write_placement_conf(tmp_path, cloud, keystone_authtoken={"delay_auth_decision": "true"})
+    headers = {**SPOOFED_IDENTITY, **({"x-auth-token": token} if token else {})}
+    async with keystone_app(database_url, conf) as http:
+        response = await http.get("/resource_providers", headers=headers)
+        valid = await as_caller(http, cloud.callers["admin"]).get("/resource_providers")
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == f'Keystone uri="{cloud.keystone.url}"'
+    assert valid.status_code == 200

@@ -148,7 +148,7 @@ class _Server:
             "--pythonpath", str(self.config_dir),
             "--bind", f"127.0.0.1:{self.port}",
             "--workers", "1", "--threads", "8",
-            "--timeout", "120",
+            "--timeout", "120", "--graceful-timeout", "5",
             "keystone_wsgi:application",
         ]  # fmt: skip
         with self.log.open("ab") as output:
@@ -471,9 +471,11 @@ class Keystone:
         _write_config(config_dir, self._data_dir, seconds)
         server = _Server(self._server.bin_dir, config_dir, _free_port())
         server.start()
+        issuer = Keystone(server, self._data_dir)
         try:
-            yield Keystone(server, self._data_dir)
+            yield issuer
         finally:
+            issuer.close()
             server.stop()
 
     @contextmanager

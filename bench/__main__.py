@@ -1,6 +1,6 @@
 """``make bench``: every benchmark of the project, one after the other.
 
-    python -m bench                 # candidates, then scheduler, default sizes
+    python -m bench                 # candidates, scheduler, keystone; default sizes
     python -m bench candidates ...  # one benchmark, with its own arguments
     python -m bench scheduler --help
 
@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, list[str]] = {
         "--per-request=1,10",
         "--shared",
     ],
+    "keystone": [str(HERE / "keystone_bench.py")],
 }
 
 

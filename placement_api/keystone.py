@@ -168,8 +168,13 @@ class KeystoneAuthenticator:
             outcome.headers = [(n, v) for n, v in headers if n.lower() == "www-authenticate"]
 
         body = self._middleware(environ, start_response)
-        for _chunk in body:
-            pass
+        try:
+            for _chunk in body:
+                pass
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
         outcome.reached = bool(environ.get(_REACHED)) and _confirmed(environ)
         if environ.get(_REACHED) and not outcome.reached:
             # delay_auth_decision lets an invalid token through; we never serve it.

@@ -4,10 +4,12 @@ Keystone (the ``keystone`` package from PyPI) lives in a virtualenv of its
 own, ``var/keystone-venv`` (``KEYSTONE_VENV`` overrides it), made by
 ``scripts/install-keystone.sh`` (``make test`` runs it; this module runs it
 too when the venv is missing). Each instance runs on SQLite in a temporary
-directory: ``keystone-manage db_sync``, ``fernet_setup``,
-``credential_setup`` and ``bootstrap``, then its WSGI app under gunicorn on a
+directory: a copy of a template that ``keystone-manage db_sync``,
+``fernet_setup``, ``credential_setup`` and ``bootstrap`` made once per
+install (beside the venv), then its WSGI app under gunicorn on a
 free 127.0.0.1 port, registered in the catalog as the identity service's
-public and internal endpoint in ``RegionOne``. About 15-20 s to start.
+public and internal endpoint in ``RegionOne``. A few seconds to start
+(15-30 s the first time, for the template).
 
 Interface
 ---------
@@ -27,12 +29,14 @@ Context manager, for anything else (benchmarks, other expiries):
   ``region`` -- ``RegionOne``; ``admin`` -- a :class:`User` (``admin`` /
   ``ADMIN_PASSWORD``, ``admin`` role on the ``admin`` project and on the
   system), ``admin_project_id``; ``domain_id`` -- ``default``.
-* ``token(user, project_id=None, system=False) -> str`` -- a password token,
-  project scoped when ``project_id`` is given, system scoped when ``system``,
-  unscoped otherwise. ``admin_token()`` -- the admin's system-scoped token.
+* ``token(user, project_id=None, system=False, domain_id=None) -> str`` -- a
+  password token, project scoped when ``project_id`` is given, system scoped
+  when ``system``, domain scoped when ``domain_id``, unscoped otherwise.
+  ``admin_token()`` -- the admin's system-scoped token.
+  ``application_credential_token(credential) -> str``.
 * ``create_project(name=None) -> str`` (id); ``create_user(name=None,
   password=None) -> User``; ``assign_role(user, role, project_id=None,
-  system=False)``; ``role_id(name)``. Bootstrap made the roles ``admin``,
+  system=False, domain_id=None)``; ``role_id(name)``. Bootstrap made the roles ``admin``,
   ``manager``, ``member``, ``reader`` and ``service``.
 * ``user_with_roles(*roles, project_id=None, system=False) -> User`` -- a
   new user holding ``roles`` on the project (a new one when not given) or
@@ -144,7 +148,7 @@ class _Server:
             "--pythonpath", str(self.config_dir),
             "--bind", f"127.0.0.1:{self.port}",
             "--workers", "1", "--threads", "8",
-            "--timeout", "120",
+            "--timeout", "120", "--graceful-timeout", "5",
             "keystone_wsgi:application",
         ]  # fmt: skip
         with self.log.open("ab") as output:
@@ -188,6 +192,8 @@ def _write_config(config_dir: Path, data_dir: Path, token_expiration: int) -> No
         f"[fernet_receipts]\nkey_repository = {data_dir / 'fernet-keys'}\n"
         f"[credential]\nkey_repository = {data_dir / 'credential-keys'}\n"
         f"[token]\nexpiration = {token_expiration}\n"
+        # bcrypt's fewest rounds: users and password tokens are made in bulk.
+        "[identity]\npassword_hash_rounds = 4\n"
     )
 
 
@@ -206,6 +212,33 @@ def _wait_all(processes: Sequence[subprocess.Popen[bytes]]) -> None:
         output, _ = process.communicate(timeout=180)
         if process.returncode != 0:
             raise RuntimeError(f"{process.args!r} failed:\n{output.decode()[-3000:]}")
+
+
+# The URL bootstrap writes into a template's catalog; replaced when it runs.
+_TEMPLATE_URL = "http://127.0.0.1:9/v3"
+_DATA = ("keystone.db", "fernet-keys", "credential-keys")
+
+
+def _template(bin_dir: Path) -> Path:
+    """A bootstrapped data directory, made once per Keystone install and copied.
+
+    keystone-manage's four steps take 10-30 s; a copy takes milliseconds.
+    """
+    venv = bin_dir.parent
+    stamp = (venv / ".installed").read_text().strip()[:16]
+    template = venv.parent / f"keystone-template-{stamp}"
+    if (template / "keystone.db").exists():
+        return template
+    build = Path(tempfile.mkdtemp(prefix="keystone-template-", dir=venv.parent))
+    _write_config(build / "main", build, 3600)
+    _set_up(bin_dir, build / "main", _TEMPLATE_URL)
+    shutil.rmtree(build / "main")
+    try:
+        build.rename(template)
+    except OSError:
+        # Another process made it first; theirs is as good.
+        shutil.rmtree(build, ignore_errors=True)
+    return template
 
 
 def _set_up(bin_dir: Path, config_dir: Path, url: str) -> None:
@@ -255,7 +288,14 @@ class Keystone:
 
     # -- tokens ---------------------------------------------------------------
 
-    def token(self, user: User, project_id: str | None = None, *, system: bool = False) -> str:
+    def token(
+        self,
+        user: User,
+        project_id: str | None = None,
+        *,
+        system: bool = False,
+        domain_id: str | None = None,
+    ) -> str:
         auth: dict[str, Any] = {
             "identity": {
                 "methods": ["password"],
@@ -268,9 +308,20 @@ class Keystone:
         }
         if system:
             auth["scope"] = {"system": {"all": True}}
+        elif domain_id is not None:
+            auth["scope"] = {"domain": {"id": domain_id}}
         elif project_id is not None:
             auth["scope"] = {"project": {"id": project_id}}
         response = self._http.post(f"{self.url}/auth/tokens", json={"auth": auth})
+        _check(response)
+        return response.headers["x-subject-token"]
+
+    def application_credential_token(self, credential: ApplicationCredential) -> str:
+        identity = {
+            "methods": ["application_credential"],
+            "application_credential": {"id": credential.id, "secret": credential.secret},
+        }
+        response = self._http.post(f"{self.url}/auth/tokens", json={"auth": {"identity": identity}})
         _check(response)
         return response.headers["x-subject-token"]
 
@@ -299,15 +350,23 @@ class Keystone:
         return self._find("roles", name)
 
     def assign_role(
-        self, user: User, role: str, project_id: str | None = None, *, system: bool = False
+        self,
+        user: User,
+        role: str,
+        project_id: str | None = None,
+        *,
+        system: bool = False,
+        domain_id: str | None = None,
     ) -> None:
         role_id = self.role_id(role)
         if system:
             path = f"system/users/{user.id}/roles/{role_id}"
+        elif domain_id is not None:
+            path = f"domains/{domain_id}/users/{user.id}/roles/{role_id}"
         elif project_id is not None:
             path = f"projects/{project_id}/users/{user.id}/roles/{role_id}"
         else:
-            raise ValueError("assign_role needs a project_id or system=True")
+            raise ValueError("assign_role needs a project_id, a domain_id or system=True")
         _check(self._http.put(f"{self.url}/{path}", headers=self._admin_headers()))
 
     def user_with_roles(
@@ -385,6 +444,24 @@ class Keystone:
             "region_name": self.region,
         }
 
+    def point_identity_endpoints_here(self) -> None:
+        """The catalog's identity endpoints at this server (a template's are not)."""
+        identity = self._find_by("services", type="identity")
+        listed = self._http.get(
+            f"{self.url}/endpoints",
+            params={"service_id": identity},
+            headers=self._admin_headers(),
+        )
+        _check(listed)
+        for endpoint in listed.json()["endpoints"]:
+            _check(
+                self._http.patch(
+                    f"{self.url}/endpoints/{endpoint['id']}",
+                    json={"endpoint": {"url": self.url}},
+                    headers=self._admin_headers(),
+                )
+            )
+
     # -- lifecycle ------------------------------------------------------------
 
     @contextmanager
@@ -394,9 +471,11 @@ class Keystone:
         _write_config(config_dir, self._data_dir, seconds)
         server = _Server(self._server.bin_dir, config_dir, _free_port())
         server.start()
+        issuer = Keystone(server, self._data_dir)
         try:
-            yield Keystone(server, self._data_dir)
+            yield issuer
         finally:
+            issuer.close()
             server.stop()
 
     @contextmanager
@@ -425,13 +504,16 @@ class Keystone:
         return found
 
     def _find(self, collection: str, name: str) -> str:
+        return self._find_by(collection, name=name)
+
+    def _find_by(self, collection: str, **filters: str) -> str:
         response = self._http.get(
-            f"{self.url}/{collection}", params={"name": name}, headers=self._admin_headers()
+            f"{self.url}/{collection}", params=filters, headers=self._admin_headers()
         )
         _check(response)
         items = response.json()[collection]
         if not items:
-            raise LookupError(f"no {collection} named {name!r}")
+            raise LookupError(f"no {collection} with {filters}")
         found: str = items[0]["id"]
         return found
 
@@ -453,10 +535,14 @@ def running_keystone(*, token_expiration: int = 3600) -> Iterator[Keystone]:
     port = _free_port()
     server = _Server(bin_dir, config_dir, port)
     try:
+        template = _template(bin_dir)
+        for name in _DATA:
+            copy = shutil.copytree if (template / name).is_dir() else shutil.copy2
+            copy(template / name, data_dir / name)
         _write_config(config_dir, data_dir, token_expiration)
-        _set_up(bin_dir, config_dir, f"http://127.0.0.1:{port}/v3")
         server.start()
         keystone = Keystone(server, data_dir)
+        keystone.point_identity_endpoints_here()
         try:
             yield keystone
         finally:

@@ -21,13 +21,35 @@ class Settings(BaseSettings):
         default=f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
         description="SQLAlchemy async URL: sqlite+aiosqlite:///... or postgresql+asyncpg://...",
     )
-    database_pool_size: int = Field(default=10, ge=1)
-    auth_strategy: Literal["noauth2"] = "noauth2"
-    cors_allowed_origins: CommaList = Field(default_factory=list)
-    cors_allow_headers: CommaList = Field(default_factory=list)
-    policy_file: Path | None = None
-    enforce_new_defaults: bool = True
-    randomize_allocation_candidates: bool = False
+    database_pool_size: int = Field(
+        default=10,
+        ge=1,
+        description=(
+            "PostgreSQL connections each worker keeps (as many again may open under load); a "
+            "candidates request reads summaries ahead on a second one only while fewer are in use."
+        ),
+    )
+    auth_strategy: Literal["noauth2"] = Field(
+        default="noauth2", description="How requests are authenticated."
+    )
+    cors_allowed_origins: CommaList = Field(
+        default_factory=list, description="Comma-separated origins CORS allows; empty: CORS off."
+    )
+    cors_allow_headers: CommaList = Field(
+        default_factory=list, description="Comma-separated extra request headers CORS allows."
+    )
+    policy_file: Path | None = Field(
+        default=None,
+        description="Policy overrides (YAML/JSON, oslo.policy syntax, upstream rule names).",
+    )
+    enforce_new_defaults: bool = Field(
+        default=True,
+        description="Secure-RBAC policy defaults; false: upstream's legacy admin-only defaults.",
+    )
+    randomize_allocation_candidates: bool = Field(
+        default=False,
+        description="Shuffle candidates (trees, then providers) instead of ordering them.",
+    )
     max_allocation_candidates: int = Field(
         default=-1, description="Cap on candidates generated per request; -1 means no cap."
     )

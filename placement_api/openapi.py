@@ -14,8 +14,11 @@ from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from placement_api import openapi_versions
 from placement_api.app import create_app
-from placement_api.microversion import MAX_VERSION, MIN_VERSION
+from placement_api.microversion import FEATURES, MAX_VERSION, MIN_VERSION
+from placement_api.openapi_errors import ERROR_ENVELOPE, ERROR_ITEM, error_responses
+from placement_api.openapi_query import query_parameters
 from placement_api.schemas.common import DOCUMENTED_REQUEST_MODELS
 from placement_api.settings import Settings
 
@@ -57,7 +60,7 @@ def openapi_document() -> dict[str, Any]:
     document = get_openapi(
         title=app.title,
         version=app.version,
-        description=app.description,
+        description=_introduction(app.description),
         routes=app.routes,
         servers=[{"url": "http://127.0.0.1:8778"}],
     )
@@ -66,6 +69,11 @@ def openapi_document() -> dict[str, Any]:
         schema = model.model_json_schema(ref_template=REF_TEMPLATE, schema_generator=OpenApiSchema)
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = schema
+    # FastAPI's validation error is never sent: every error is Placement's envelope.
+    schemas.pop("HTTPValidationError", None)
+    schemas.pop("ValidationError", None)
+    schemas["PlacementErrors"] = ERROR_ENVELOPE
+    schemas["PlacementError"] = ERROR_ITEM
     document["components"]["schemas"] = dict(sorted(schemas.items()))
     document["components"]["securitySchemes"] = {
         "token": {"type": "apiKey", "in": "header", "name": "X-Auth-Token"}
@@ -73,12 +81,49 @@ def openapi_document() -> dict[str, Any]:
     document["components"]["parameters"] = {"microversion": MICROVERSION_PARAMETER}
     for path, operations in document["paths"].items():
         for operation in operations.values():
-            operation.setdefault("parameters", []).insert(
-                0, {"$ref": "#/components/parameters/microversion"}
-            )
-            if path != "/":
-                operation["security"] = [{"token": []}]
+            _complete_operation(path, operation)
     return document
+
+
+def _introduction(description: str) -> str:
+    changes = [
+        f"- {FEATURES[feature]}: {text}" for feature, text in openapi_versions.EVERYWHERE.items()
+    ]
+    return f"{description}\n\nMicroversion changes that apply to every operation:\n\n" + (
+        "\n".join(changes)
+    )
+
+
+def _complete_operation(path: str, operation: dict[str, Any]) -> None:
+    """Parameters, error responses and the microversion history of one operation."""
+    operation_id = operation["operationId"]
+    parameters = operation.setdefault("parameters", [])
+    has_path_parameter = any(p.get("in") == "path" for p in parameters)
+    parameters.insert(0, {"$ref": "#/components/parameters/microversion"})
+    parameters += query_parameters(operation_id)
+    responses = operation["responses"]
+    responses.pop("422", None)
+    for response in responses.values():
+        # A route without a response model answers without a body (a 201 with Location).
+        if response.get("content", {}).get("application/json", {}).get("schema") == {}:
+            del response["content"]
+    history = openapi_versions.history_text(operation_id)
+    if history:
+        operation["description"] = "\n\n".join(
+            part for part in (operation.get("description"), history) if part
+        )
+    if path == "/":
+        return
+    operation["security"] = [{"token": []}]
+    responses.update(
+        error_responses(
+            operation_id,
+            has_path_parameter=has_path_parameter,
+            has_body="requestBody" in operation,
+            since_version=openapi_versions.since_version(operation_id),
+        )
+    )
+    operation["responses"] = dict(sorted(responses.items()))
 
 
 def render_openapi_yaml() -> str:

@@ -74,7 +74,9 @@ def openapi_document() -> dict[str, Any]:
     schemas.pop("ValidationError", None)
     schemas["PlacementErrors"] = ERROR_ENVELOPE
     schemas["PlacementError"] = ERROR_ITEM
-    document["components"]["schemas"] = dict(sorted(schemas.items()))
+    document["components"]["schemas"] = {
+        name: _keys_as_property_names(schema) for name, schema in sorted(schemas.items())
+    }
     document["components"]["securitySchemes"] = {
         "token": {"type": "apiKey", "in": "header", "name": "X-Auth-Token"}
     }
@@ -83,6 +85,26 @@ def openapi_document() -> dict[str, Any]:
         for operation in operations.values():
             _complete_operation(path, operation)
     return document
+
+
+def _keys_as_property_names(schema: Any) -> Any:
+    """A map keyed by pattern (one ``patternProperties`` entry, nothing else allowed)
+    written as ``additionalProperties`` + ``propertyNames``: the same set of
+    documents, in the form client generators understand (they drop
+    ``patternProperties``, which would leave the map always empty)."""
+    if isinstance(schema, list):
+        return [_keys_as_property_names(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    schema = {key: _keys_as_property_names(value) for key, value in schema.items()}
+    patterns = schema.get("patternProperties", {})
+    closed = schema.get("additionalProperties") is False and not schema.get("properties")
+    if len(patterns) == 1 and closed:
+        [(pattern, values)] = patterns.items()
+        del schema["patternProperties"]
+        schema["additionalProperties"] = values
+        schema["propertyNames"] = {"pattern": pattern}
+    return schema
 
 
 def _introduction(description: str) -> str:

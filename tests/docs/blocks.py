@@ -3,7 +3,8 @@
 A fenced block whose info string is ``sh session`` is run, in order with the
 file's other session blocks, by one ``bash -euo pipefail`` against a live
 server whose URL is in ``PLACEMENT_URL``; ``sh osc`` blocks also need the
-``openstack`` CLI. Other blocks (plain ``sh``) are shown, never run.
+``openstack`` CLI; ``python sdk`` blocks run with the client generated from
+openapi.yaml (tests/sdk). Other blocks (plain ``sh``) are shown, never run.
 """
 
 from __future__ import annotations
@@ -12,13 +13,19 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_FENCE = re.compile(r"^```sh (?P<tags>[\w ]+)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(
+    r"^```(?P<language>\w+) (?P<tags>[\w ]+)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL
+)
 
 
-def blocks(path: Path, tag: str) -> str:
-    """The file's blocks tagged ``tag``, joined into one script."""
+def blocks(path: Path, tag: str, language: str = "sh") -> str:
+    """The file's ``language`` blocks tagged ``tag``, joined into one script."""
     text = path.read_text(encoding="utf-8")
-    found = [m["body"] for m in _FENCE.finditer(text) if tag in m["tags"].split()]
+    found = [
+        m["body"]
+        for m in _FENCE.finditer(text)
+        if m["language"] == language and tag in m["tags"].split()
+    ]
     return "\n".join(found)
 
 

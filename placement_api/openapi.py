@@ -19,7 +19,11 @@ from placement_api.app import create_app
 from placement_api.microversion import FEATURES, MAX_VERSION, MIN_VERSION
 from placement_api.openapi_errors import ERROR_ENVELOPE, ERROR_ITEM, error_responses
 from placement_api.openapi_query import query_parameters
-from placement_api.schemas.common import DOCUMENTED_REQUEST_MODELS
+from placement_api.schemas.common import (
+    CUSTOM_RESOURCE_CLASS_PATTERN,
+    DOCUMENTED_REQUEST_MODELS,
+    RESOURCE_CLASS_PATTERN,
+)
 from placement_api.settings import Settings
 
 REF_TEMPLATE = "#/components/schemas/{model}"
@@ -53,6 +57,27 @@ MICROVERSION_PARAMETER: dict[str, Any] = {
     ),
     "schema": {"type": "string", "example": f"placement {MAX_VERSION}"},
 }
+
+
+_UUID = {"type": "string", "format": "uuid"}
+_CUSTOM_NAME = {"type": "string", "pattern": CUSTOM_RESOURCE_CLASS_PATTERN, "maxLength": 255}
+# What the server accepts in each path parameter (anything else is a 400 or a 404).
+PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "uuid": _UUID,
+    "resource_class": {"type": "string", "pattern": RESOURCE_CLASS_PATTERN, "maxLength": 255},
+    "name": {"type": "string", "minLength": 1, "maxLength": 255},
+    "consumer_uuid": {"type": "string"},
+}
+# Operations whose path names a custom class or trait: a standard one is refused.
+_CUSTOM_NAMES = {"createTrait", "deleteTrait", "updateResourceClass", "deleteResourceClass"}
+
+
+def _path_parameter_schema(operation_id: str, name: str) -> dict[str, Any]:
+    if name == "name" and operation_id in _CUSTOM_NAMES:
+        return _CUSTOM_NAME
+    if name == "consumer_uuid" and operation_id == "replaceConsumerAllocations":
+        return _UUID  # a read or delete of any other string finds nothing
+    return PATH_PARAMETERS[name]
 
 
 def openapi_document() -> dict[str, Any]:
@@ -120,7 +145,11 @@ def _complete_operation(path: str, operation: dict[str, Any]) -> None:
     """Parameters, error responses and the microversion history of one operation."""
     operation_id = operation["operationId"]
     parameters = operation.setdefault("parameters", [])
-    has_path_parameter = any(p.get("in") == "path" for p in parameters)
+    has_path_parameter = False
+    for parameter in parameters:
+        if parameter.get("in") == "path":
+            has_path_parameter = True
+            parameter["schema"] = _path_parameter_schema(operation_id, parameter["name"])
     parameters.insert(0, {"$ref": "#/components/parameters/microversion"})
     parameters += query_parameters(operation_id)
     responses = operation["responses"]

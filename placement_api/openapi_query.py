@@ -69,6 +69,25 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
 }
 
 
+# Value schemas stricter than the query model's plain string (documentation only:
+# the routes parse these values themselves, case-blind for ``associated``).
+_UUID = "[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+_MEMBER_OF_VALUE = {"type": "string", "pattern": f"^!?(in:{_UUID}(,{_UUID})*|{_UUID})$"}
+_AMOUNT = "[A-Z0-9_]+:[1-9][0-9]*"
+_AMOUNTS = {"type": "string", "pattern": f"^{_AMOUNT}(,{_AMOUNT})*$"}
+VALUE_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+    ("listTraits", "associated"): {
+        "type": "string",
+        "pattern": "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$",
+    },
+    ("listTraits", "name"): {"type": "string", "pattern": ":"},
+    ("listResourceProviders", "member_of"): _MEMBER_OF_VALUE,
+    ("listAllocationCandidates", "member_of"): _MEMBER_OF_VALUE,
+    ("listResourceProviders", "resources"): _AMOUNTS,
+    ("listAllocationCandidates", "resources"): _AMOUNTS,
+}
+
+
 @dataclass(frozen=True)
 class QueryDoc:
     shape: VersionedShape[Any]
@@ -160,7 +179,7 @@ def query_parameters(operation_id: str) -> list[dict[str, Any]]:
                 "in": "query",
                 "required": always_required,
                 "description": f"{descriptions[name]} {note}".strip(),
-                "schema": entry["schema"],
+                "schema": VALUE_SCHEMAS.get((operation_id, name), entry["schema"]),
             }
         )
     return parameters

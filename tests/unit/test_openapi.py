@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,23 @@ async def test_a_conflict_and_a_bad_request_match_the_documented_error_schema(
     assert (conflict.status_code, bad.status_code) == (409, 400)
     for response in (conflict, bad):
         jsonschema.validate(response.json(), envelope)
+
+
+def test_path_and_query_values_are_documented_as_the_server_accepts_them() -> None:
+    parameters = {
+        (op["operationId"], p["name"]): p["schema"]
+        for _, _, op in _operations()
+        for p in op["parameters"]
+        if "name" in p
+    }
+    assert parameters["showResourceProvider", "uuid"]["format"] == "uuid"
+    assert parameters["createTrait", "name"]["pattern"] == "^CUSTOM_[A-Z0-9_]+$"
+    assert "pattern" not in parameters["showTrait", "name"]  # any name: 404 when unknown
+    resources = re.compile(parameters["listResourceProviders", "resources"]["pattern"])
+    assert resources.match("VCPU:2,MEMORY_MB:4096")
+    assert not resources.match("VCPU:0")
+    member_of = re.compile(parameters["listAllocationCandidates", "member_of"]["pattern"])
+    assert member_of.match(
+        "!in:5a8e1c4e-0b0e-4c3a-9a41-2f1f0f6f6c01,5a8e1c4e0b0e4c3a9a412f1f0f6f6c02"
+    )
+    assert not member_of.match("in:")

@@ -22,7 +22,7 @@ from tests.support.server import LiveServer, live_server
 from tests.support.tool_venv import ROOT, tool_venv
 
 GENERATOR = ["openapi-python-client==0.29.1"]
-PACKAGE = "placement_client"
+PACKAGE = "placement_openapi_client"  # not placement_client: a project package may use it
 
 
 def generated_client_dir() -> Path:
@@ -47,6 +47,7 @@ def _generate(spec: Path, target: Path) -> None:
     command += ["--output-path", str(building / PACKAGE), "--overwrite", "--config", str(config)]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+    shutil.rmtree(target, ignore_errors=True)
     building.rename(target)
 
 

@@ -79,7 +79,7 @@ def type_name(annotation: Any) -> str:
         text = " or ".join(named)
         return f"{text} or unset" if NoneType in args else text
     if origin is typing.Literal:
-        return " \\| ".join(f"`{value}`" for value in args)
+        return " or ".join(f"`{value}`" for value in args)
     if origin is list:
         return f"list of {type_name(args[0])}"
     if origin is dict:

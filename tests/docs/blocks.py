@@ -5,6 +5,8 @@ file's other session blocks, by one ``bash -euo pipefail`` against a live
 server whose URL is in ``PLACEMENT_URL``; ``sh osc`` blocks also need the
 ``openstack`` CLI; ``python sdk`` blocks run with the client generated from
 openapi.yaml (tests/sdk). Other blocks (plain ``sh``) are shown, never run.
+A command that is meant to fail says so in a comment naming the status
+(``# 409 ...``): the errors a session prints must be exactly those, in order.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ def blocks(path: Path, tag: str, language: str = "sh") -> str:
         if m["language"] == language and tag in m["tags"].split()
     ]
     return "\n".join(found)
+
+
+_ANNOTATED_STATUS = re.compile(r"#.*?\b([45]\d\d)\b")
+
+
+def annotated_error_statuses(script: str) -> list[int]:
+    """The error statuses a script's comments announce, in order (``# 409, ...``)."""
+    return [int(m.group(1)) for m in map(_ANNOTATED_STATUS.search, script.splitlines()) if m]
 
 
 def documents_with(tag: str) -> list[Path]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.docs.blocks import ROOT, blocks, documents_with
+from tests.docs.blocks import ROOT, annotated_error_statuses, blocks, documents_with
 from tests.support.server import LiveServer, live_server
 from tests.support.tool_venv import tool_venv
 
@@ -41,17 +41,18 @@ def run_shell(script: str, server: LiveServer, path: str = "") -> subprocess.Com
     )
 
 
-def _server_errors(output: str) -> list[str]:
+def _error_statuses(output: str) -> list[int]:
     lines = [line for line in output.splitlines() if line.startswith('{"errors"')]
-    return [line for line in lines if json.loads(line)["errors"][0]["status"] >= 500]
+    return [json.loads(line)["errors"][0]["status"] for line in lines]
 
 
 @pytest.mark.parametrize("document", documents_with("session"), ids=lambda p: p.name)
 def test_session_blocks_of_the_docs_run_without_failure(document: Path, server: LiveServer) -> None:
-    result = run_shell(blocks(document, "session"), server)
+    script = blocks(document, "session")
+    result = run_shell(script, server)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    assert _server_errors(result.stdout) == []
+    assert _error_statuses(result.stdout) == annotated_error_statuses(script), result.stdout
 
 
 def test_readme_session_claims_resources_and_shows_a_conflict(server: LiveServer) -> None:

@@ -59,6 +59,10 @@ MICROVERSION_PARAMETER: dict[str, Any] = {
 }
 
 
+LOCATION_HEADER: dict[str, Any] = {
+    "description": "The path of what was created.",
+    "schema": {"type": "string"},
+}
 _UUID = {"type": "string", "format": "uuid"}
 _CUSTOM_NAME = {"type": "string", "pattern": CUSTOM_RESOURCE_CLASS_PATTERN, "maxLength": 255}
 # What the server accepts in each path parameter (anything else is a 400 or a 404).
@@ -158,6 +162,8 @@ def _complete_operation(path: str, operation: dict[str, Any]) -> None:
         # A route without a response model answers without a body (a 201 with Location).
         if response.get("content", {}).get("application/json", {}).get("schema") == {}:
             del response["content"]
+    if "201" in responses:
+        responses["201"]["headers"] = {"Location": LOCATION_HEADER}
     history = openapi_versions.history_text(operation_id)
     if history:
         operation["description"] = "\n\n".join(

@@ -64,6 +64,7 @@ def test_every_client_error_is_the_placement_envelope_and_never_fastapis_422() -
 def test_routes_that_answer_without_a_body_document_none() -> None:
     responses = {op["operationId"]: op["responses"] for _, _, op in _operations()}
     assert "content" not in responses["createResourceClass"]["201"]
+    assert "Location" in responses["createResourceClass"]["201"]["headers"]
     assert "content" not in responses["createTrait"]["201"]
     assert "content" not in responses["createResourceProvider"]["201"]
     assert "content" in responses["createResourceProvider"]["200"]

@@ -40,8 +40,8 @@ PROGRAMS = (
         "placement-api",
         Settings,
         "The API reads its environment (prefix `PLACEMENT_`). An upstream-style "
-        "`placement.conf` named by `PLACEMENT_CONFIG_FILE`, where supported, maps onto these "
-        "settings as [docs/keystone.md](keystone.md) describes.",
+        "`placement.conf` (`PLACEMENT_CONFIG_FILE`) can set them too: "
+        "[keystone.md](keystone.md) maps its options onto these settings.",
     ),
     Program(
         "placement-agent",

@@ -79,3 +79,10 @@ def test_openstack_cli_commands_of_the_readme_work(server: LiveServer) -> None:
     assert "CUSTOM_FAST_DISK" in result.stdout  # the candidate's traits
     assert "VCPU=2,MEMORY_MB=4096" in result.stdout  # the allocation candidate
     assert "consumer_count" in result.stdout  # usage of the project, by consumer type
+
+
+def test_readme_starts_with_the_two_commands_and_stays_short() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert lines[3].startswith("make run")
+    assert lines[4].startswith("make test")
+    assert len(lines) <= 150, "depth belongs in docs/"

@@ -27,6 +27,8 @@ from placement_api.schemas.common import (
 from placement_api.settings import Settings
 
 REF_TEMPLATE = "#/components/schemas/{model}"
+# Reachable without a token: the version document and the load balancers' check.
+UNAUTHENTICATED_PATHS = frozenset({"/", "/healthcheck"})
 
 
 class OpenApiSchema(GenerateJsonSchema):
@@ -169,7 +171,7 @@ def _complete_operation(path: str, operation: dict[str, Any]) -> None:
         operation["description"] = "\n\n".join(
             part for part in (operation.get("description"), history) if part
         )
-    if path == "/":
+    if path in UNAUTHENTICATED_PATHS:
         return
     operation["security"] = [{"token": []}]
     responses.update(

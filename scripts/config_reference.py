@@ -2,7 +2,7 @@
 
 ``python scripts/config_reference.py --output docs/configuration.md`` writes it
 (``make docs``); ``--check docs/configuration.md`` fails when it is stale
-(``make docs-check``, part of ``make test``). Every field of a settings class
+(``make docs-check``; ``make test`` checks it too). Every field of a settings class
 is listed, so a new setting appears here once it is added to its class.
 """
 
@@ -63,8 +63,8 @@ HEADER = """\
 # Configuration reference
 
 Generated from the settings classes by `make docs` (`scripts/config_reference.py`);
-`make docs-check` (part of `make test`) fails when this file is stale. Do not edit
-by hand: change the field's `description` in the settings class and regenerate.
+`make docs-check` and `make test` fail when this file is stale. Do not edit by
+hand: change the field's `description` in the settings class and regenerate.
 """
 
 

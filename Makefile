@@ -45,6 +45,15 @@ openapi-check: install
 	$(PY) -m placement_api openapi --check openapi.yaml
 	$(PY) -m scheduler openapi --check openapi-scheduler.yaml
 
+# docs/configuration.md is generated from the settings classes; make test
+# fails when it is stale (tests/unit/test_config_reference.py), as docs-check does.
+.PHONY: docs docs-check
+docs: install
+	$(PY) scripts/config_reference.py --output docs/configuration.md
+
+docs-check: install
+	$(PY) scripts/config_reference.py --check docs/configuration.md
+
 # Benchmarks (never timed unit tests). BENCH_ARGS are passed through, e.g.
 # make bench BENCH_ARGS="candidates --quick".
 bench: install pg-up

@@ -48,7 +48,9 @@ class AgentSettings(BaseSettings):
     auth_section: str = Field(
         default=DEFAULT_SECTION, description="The section of auth_config_file to read."
     )
-    libvirt_uri: str = "qemu:///system"
+    libvirt_uri: str = Field(
+        default="qemu:///system", description="libvirt connection URI of the host to report."
+    )
     state_dir: Path = Field(
         default=Path("/var/lib/placement-agent"),
         description="Where the provider uuid is kept across restarts.",
@@ -66,20 +68,61 @@ class AgentSettings(BaseSettings):
     interval_jitter: float = Field(
         default=0.1, ge=0, lt=1, description="Each wait varies by up to this fraction."
     )
-    reserved_host_memory_mb: int = Field(default=512, ge=0)
-    reserved_host_disk_mb: int = Field(default=0, ge=0)
-    reserved_host_cpus: int = Field(default=0, ge=0)
+    reserved_host_memory_mb: int = Field(
+        default=512, ge=0, description="MEMORY_MB kept for the host: reported as reserved."
+    )
+    reserved_host_disk_mb: int = Field(
+        default=0, ge=0, description="Disk kept for the host, in MB: reserved DISK_GB, rounded up."
+    )
+    reserved_host_cpus: int = Field(
+        default=0, ge=0, description="VCPU kept for the host: reported as reserved."
+    )
     # None means "not configured": a ratio an operator set through the API is then kept.
-    cpu_allocation_ratio: float | None = Field(default=None, gt=0)
-    ram_allocation_ratio: float | None = Field(default=None, gt=0)
-    disk_allocation_ratio: float | None = Field(default=None, gt=0)
-    initial_cpu_allocation_ratio: float = Field(default=4.0, gt=0)
-    initial_ram_allocation_ratio: float = Field(default=1.0, gt=0)
-    initial_disk_allocation_ratio: float = Field(default=1.0, gt=0)
+    cpu_allocation_ratio: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "VCPU allocation ratio the agent always reports; unset: a ratio set through the "
+            "API is kept, else initial_cpu_allocation_ratio."
+        ),
+    )
+    ram_allocation_ratio: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "MEMORY_MB allocation ratio the agent always reports; unset: a ratio set through "
+            "the API is kept, else initial_ram_allocation_ratio."
+        ),
+    )
+    disk_allocation_ratio: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "DISK_GB allocation ratio the agent always reports; unset: a ratio set through "
+            "the API is kept, else initial_disk_allocation_ratio."
+        ),
+    )
+    initial_cpu_allocation_ratio: float = Field(
+        default=4.0,
+        gt=0,
+        description="VCPU ratio of a new inventory when cpu_allocation_ratio is unset.",
+    )
+    initial_ram_allocation_ratio: float = Field(
+        default=1.0,
+        gt=0,
+        description="MEMORY_MB ratio of a new inventory when ram_allocation_ratio is unset.",
+    )
+    initial_disk_allocation_ratio: float = Field(
+        default=1.0,
+        gt=0,
+        description="DISK_GB ratio of a new inventory when disk_allocation_ratio is unset.",
+    )
     numa_providers: bool = Field(
         default=False, description="Report NUMA cells as child providers with VCPU and memory."
     )
-    request_timeout: float = Field(default=10.0, gt=0)
+    request_timeout: float = Field(
+        default=10.0, gt=0, description="Seconds before a Placement request is abandoned."
+    )
     conflict_retries: int = Field(
         default=5, ge=0, description="Retries of a write that lost a generation race."
     )

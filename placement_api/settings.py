@@ -29,7 +29,14 @@ class Settings(BaseSettings):
         default=f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
         description="SQLAlchemy async URL: sqlite+aiosqlite:///... or postgresql+asyncpg://...",
     )
-    database_pool_size: int = Field(default=10, ge=1)
+    database_pool_size: int = Field(
+        default=10,
+        ge=1,
+        description=(
+            "PostgreSQL connections each worker keeps (as many again may open under load); a "
+            "candidates request reads summaries ahead on a second one only while fewer are in use."
+        ),
+    )
     auth_strategy: Literal["noauth2", "keystone"] = Field(
         default="noauth2",
         description=(
@@ -59,9 +66,16 @@ class Settings(BaseSettings):
             "config file does not set one."
         ),
     )
-    cors_allowed_origins: CommaList = Field(default_factory=list)
-    cors_allow_headers: CommaList = Field(default_factory=list)
-    policy_file: Path | None = None
+    cors_allowed_origins: CommaList = Field(
+        default_factory=list, description="Comma-separated origins CORS allows; empty: CORS off."
+    )
+    cors_allow_headers: CommaList = Field(
+        default_factory=list, description="Comma-separated extra request headers CORS allows."
+    )
+    policy_file: Path | None = Field(
+        default=None,
+        description="Policy overrides (YAML/JSON, oslo.policy syntax, upstream rule names).",
+    )
     enforce_new_defaults: bool = Field(
         default=True,
         description="Secure-RBAC policy defaults alone (false: each ORed with role:admin).",
@@ -73,7 +87,10 @@ class Settings(BaseSettings):
             "does (false: a token is judged by its roles only)."
         ),
     )
-    randomize_allocation_candidates: bool = False
+    randomize_allocation_candidates: bool = Field(
+        default=False,
+        description="Shuffle candidates (trees, then providers) instead of ordering them.",
+    )
     max_allocation_candidates: int = Field(
         default=-1, description="Cap on candidates generated per request; -1 means no cap."
     )

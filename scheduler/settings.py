@@ -107,9 +107,11 @@ class SchedulerSettings(BaseSettings):
     auth_section: str = Field(
         default=DEFAULT_SECTION, description="The section of auth_config_file to read."
     )
-    host: str = "127.0.0.1"
-    port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
-    request_timeout: float = Field(default=30.0, gt=0)
+    host: str = Field(default="127.0.0.1", description="Address `serve` listens on.")
+    port: int = Field(default=DEFAULT_PORT, ge=1, le=65535, description="Port `serve` listens on.")
+    request_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds before a Placement request is abandoned."
+    )
     max_allocation_candidates: int = Field(
         default=1000, ge=1, description="The `limit` sent to GET /allocation_candidates."
     )
@@ -144,8 +146,14 @@ class SchedulerSettings(BaseSettings):
     claim_batches_in_flight: int = Field(
         default=2, ge=1, description="Claim writes outstanding at once (see claim_batch_size)."
     )
-    enabled_filters: CommaList = Field(default_factory=lambda: list(DEFAULT_FILTERS))
-    enabled_weighers: CommaList = Field(default_factory=lambda: list(DEFAULT_WEIGHERS))
+    enabled_filters: CommaList = Field(
+        default_factory=lambda: list(DEFAULT_FILTERS),
+        description="Filters that run, by name (`placement-scheduler plugins` lists them all).",
+    )
+    enabled_weighers: CommaList = Field(
+        default_factory=lambda: list(DEFAULT_WEIGHERS),
+        description="Weighers whose normalised scores, times their multipliers, are summed.",
+    )
     weigher_multipliers: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_MULTIPLIERS),
         description="Multiplier per weigher name; 1.0 when absent.",
@@ -154,9 +162,19 @@ class SchedulerSettings(BaseSettings):
         default="spread",
         description="spread prefers hosts with the most free resources, pack the fewest.",
     )
-    max_instances_per_host: int = Field(default=50, ge=1)
-    default_availability_zone: str = "nova"
-    aggregates: dict[str, AggregateConfig] = Field(default_factory=dict)
+    max_instances_per_host: int = Field(
+        default=50, ge=1, description="Limit of the max_instances_per_host filter."
+    )
+    default_availability_zone: str = Field(
+        default="nova", description="Zone of hosts in no aggregate that names one."
+    )
+    aggregates: dict[str, AggregateConfig] = Field(
+        default_factory=dict,
+        description=(
+            "Placement aggregate uuid -> {name, availability_zone, metadata}: what Nova keeps "
+            "in its own database (membership is read from Placement)."
+        ),
+    )
     provider_cache_seconds: float = Field(
         default=60.0, ge=0, description="How long provider names, aggregates and counts are kept."
     )
@@ -172,9 +190,17 @@ class SchedulerSettings(BaseSettings):
     host_cache_shapes: int = Field(
         default=32, ge=1, description="Request shapes whose candidates are kept at once."
     )
-    consumer_type: str = Field(default="INSTANCE", pattern=r"^[A-Z0-9_]+$")
-    default_project_id: str = "scheduler"
-    default_user_id: str = "scheduler"
+    consumer_type: str = Field(
+        default="INSTANCE",
+        pattern=r"^[A-Z0-9_]+$",
+        description="Consumer type written with claims (Placement 1.38).",
+    )
+    default_project_id: str = Field(
+        default="scheduler", description="Project of claims whose request names none."
+    )
+    default_user_id: str = Field(
+        default="scheduler", description="User of claims whose request names none."
+    )
     explain_max_rejections: int = Field(
         default=25, ge=0, description="Rejected hosts listed per filter in an explanation."
     )

@@ -32,40 +32,7 @@ _DESCRIPTION = (
     "number, or from 1.33 a string of 1-64 characters `[a-zA-Z0-9_-]`; each suffixed "
     "group is met by one provider."
 )
-
-
-def _query_parameter(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "description": description,
-            "schema": {"type": "string"}}  # fmt: skip
-
-
-_PARAMETERS = [
-    _query_parameter("resources", "`CLASS:AMOUNT,...`; required before 1.25."),
-    _query_parameter(
-        "required",
-        "Traits (1.17); `!TRAIT` forbids (1.22); `in:A,B` any of "
-        "and repeated keys AND together (1.39).",
-    ),
-    _query_parameter(
-        "member_of",
-        "Aggregate uuid or `in:uuid,...` (1.21); repeated keys "
-        "AND together (1.24); `!uuid`/`!in:...` forbid (1.32).",
-    ),
-    _query_parameter("in_tree", "A provider uuid: only its tree serves the group (1.31)."),
-    _query_parameter("limit", "Most candidates returned (1.16)."),
-    _query_parameter(
-        "group_policy", "`none` or `isolate` (1.25); needed with two or more suffixed groups."
-    ),
-    _query_parameter(
-        "root_required",
-        "Traits the root of each candidate's tree must have (or, with `!`, lack) (1.35).",
-    ),
-    _query_parameter(
-        "same_subtree",
-        "Comma-separated group suffixes whose providers must "
-        "share one subtree (1.36); resourceless groups need one.",
-    ),
-]
+# The query parameters are documented from the query models (placement_api.openapi_query).
 
 
 class OrjsonResponse(JSONResponse):
@@ -155,7 +122,6 @@ def _provider_summaries(result: CandidatesResult, version: Version) -> dict[str,
     operation_id="listAllocationCandidates",
     description=_DESCRIPTION,
     responses={200: {"model": schemas.AllocationCandidates}},
-    openapi_extra={"parameters": _PARAMETERS},
 )
 async def list_allocation_candidates(api: ApiDep, db: DbDep) -> Response:
     api.require("allocation_candidates")

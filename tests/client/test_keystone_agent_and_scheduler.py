@@ -30,6 +30,9 @@ from tests.client.keystone_cloud import os_password, register_placement, token_h
 from tests.support.keystone import ApplicationCredential, Keystone, User
 from tests.support.server import live_server
 
+# On the worker that runs the other Keystone tests (one Keystone per worker).
+pytestmark = pytest.mark.xdist_group("keystone")
+
 AGENT = Path(sys.executable).parent / "placement-agent"
 # Longer than keystoneauth1's two-minute margin by a few seconds: a token is reused
 # for those seconds, then renewed before every request.

@@ -24,6 +24,9 @@ from tests.client.conftest import Sent
 from tests.client.keystone_cloud import os_password, register_placement, token_holder
 from tests.support.keystone import Keystone, User
 
+# On the worker that runs the other Keystone tests (one Keystone per worker).
+pytestmark = pytest.mark.xdist_group("keystone")
+
 PUBLIC_URL = "http://public.placement.test"
 INTERNAL_URL = "http://internal.placement.test"
 

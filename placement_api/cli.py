@@ -12,6 +12,7 @@ import typer
 import uvicorn
 from rich.console import Console
 
+from placement_api import cli_migration
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
 from placement_api.http_protocol import PlacementHttpProtocol
@@ -20,6 +21,7 @@ from placement_api.settings import get_settings
 app = typer.Typer(help="Placement API service.", no_args_is_help=True, add_completion=False)
 db_app = typer.Typer(help="Database schema management.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+cli_migration.register(db_app)
 console = Console(stderr=True)
 
 

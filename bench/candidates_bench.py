@@ -4,7 +4,7 @@ For each variant (flat compute nodes; nested NUMA hosts with shared disk) and
 each size N, the same generated data is loaded with COPY into two PostgreSQL
 databases: one for our server (uvicorn) and one for upstream Placement (the
 ``openstack-placement`` package from PyPI, in its own venv under
-var/bench/upstream-venv, served by uWSGI). Then the same queries are sent to
+var/upstream-venv, served by uWSGI). Then the same queries are sent to
 both, one request at a time over HTTP, query by query, the servers taking
 turns (both are up at once, so that the machine's drift over a run weighs
 on both alike), and p50/p95 latencies are reported with the ratio
@@ -361,7 +361,7 @@ def main() -> None:
     options.out_dir.mkdir(parents=True, exist_ok=True)
     upstream_bin, version = None, None
     if options.upstream:
-        upstream_bin = servers.ensure_upstream_venv(options.out_dir / "upstream-venv")
+        upstream_bin = servers.ensure_upstream_venv()
         version = servers.upstream_version(upstream_bin)
     results: list[QueryResult] = []
     for hosts in options.sizes:

@@ -71,7 +71,9 @@ def _read_consumers(connection: Connection, snapshot: Snapshot) -> None:
         (models.User, snapshot.users),
     ):
         external = table(model)
-        into.update(connection.execute(select(external.c.id, external.c.external_id)).tuples())
+        into.update(
+            connection.execute(select(external.c.id, external.c.external_id)).tuples().all()
+        )
     snapshot.consumer_types = _names(connection, models.ConsumerType)
     consumers = table(models.Consumer)
     snapshot.consumers = [

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, insert, select
+from sqlalchemy import Connection, Table, insert, select, text
 
 from placement_api.domain.standard_names import standard_resource_classes
 from placement_api.migration import upstream_schema as up
@@ -67,7 +67,11 @@ def write_upstream(connection: Connection, snapshot: Snapshot, phases: Phases) -
 
 
 def _insert(
-    connection: Connection, target: Table, rows: Sequence[Mapping[str, Any]], phases: Phases, label: str
+    connection: Connection,
+    target: Table,
+    rows: Sequence[Mapping[str, Any]],
+    phases: Phases,
+    label: str,
 ) -> None:
     insert_batches(connection, target, rows, phases.start(label, len(rows)))
 
@@ -86,6 +90,11 @@ def _ensure_classes(connection: Connection, names: list[str], now: datetime) -> 
         else:
             existing[name], next_custom = next_custom, next_custom + 1
         rows.append({"id": existing[name], "name": name, "created_at": now})
+    if rows and connection.dialect.name in ("mysql", "mariadb"):
+        # VCPU's id is 0, which MySQL would otherwise read as "the next id" (as upstream does).
+        connection.execute(
+            text("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')")
+        )
     if rows:
         connection.execute(insert(table), rows)
     return existing

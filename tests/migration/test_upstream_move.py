@@ -1,0 +1,139 @@
+"""Moving a cloud from upstream Placement (16.0.0 on MariaDB or PostgreSQL)
+into ours and back: both servers then answer every read alike, generations
+included, and accept the same writes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from placement_api.db.engine import create_engine
+from tests.migration import reads
+from tests.migration.cloud import Cloud, build
+from tests.support import databases, upstream
+from tests.support.server import live_server
+
+pytestmark = pytest.mark.xdist_group("upstream_move")
+HEADERS = {"x-auth-token": "admin", "accept": "application/json"}
+
+
+@dataclass(frozen=True)
+class UpstreamCloud:
+    backend: str
+    database_url: str
+    client: httpx.Client
+    cloud: Cloud
+
+
+def run_cli(*args: str, url: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PLACEMENT_DATABASE_URL=url)
+    return subprocess.run(
+        [sys.executable, "-m", "placement_api", "db", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@contextmanager
+def client(base_url: str) -> Iterator[httpx.Client]:
+    # A fresh connection per request: uWSGI's http-socket does not keep connections alive.
+    limits = httpx.Limits(max_keepalive_connections=0)
+    with httpx.Client(base_url=base_url, headers=HEADERS, timeout=60, limits=limits) as http:
+        yield http
+
+
+def empty(database_url: str) -> None:
+    async def clean() -> None:
+        engine = create_engine(database_url)
+        try:
+            await databases.clean(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(clean())
+
+
+@pytest.fixture(scope="module", params=upstream.BACKENDS)
+def upstream_cloud(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[UpstreamCloud]:
+    backend: str = request.param
+    config = tmp_path_factory.mktemp(f"upstream-{backend}")
+    with upstream.upstream_database(backend) as url:
+        upstream.db_sync(url, config)
+        with upstream.upstream_server(config) as base_url, client(base_url) as http:
+            yield UpstreamCloud(backend, url, http, build(http))
+
+
+@pytest.fixture
+def ours_url(database_url: str) -> Iterator[str]:
+    """Our database, migrated and emptied for an import, emptied again after."""
+    empty(database_url)
+    yield database_url
+    empty(database_url)
+
+
+def write_with_current_generations(http: httpx.Client, cloud: Cloud) -> list[tuple[int, Any]]:
+    """Writes that carry the generations the server shows; returns each answer."""
+    latest = {"openstack-api-version": "placement 1.39"}
+    cn2 = cloud.providers["cn2"]
+    generation = http.get(f"/resource_providers/{cn2}", headers=latest).json()["generation"]
+    inventory = {
+        "resource_provider_generation": generation,
+        "inventories": {
+            "VCPU": {"total": 32},
+            "MEMORY_MB": {"total": 32768},
+            "DISK_GB": {"total": 200},
+            "CUSTOM_MAGIC": {"total": 5},
+        },
+    }
+    answers = [http.put(f"/resource_providers/{cn2}/inventories", json=inventory, headers=latest)]
+    # The same generation again is stale now.
+    answers.append(
+        http.put(f"/resource_providers/{cn2}/inventories", json=inventory, headers=latest)
+    )
+    vm1 = cloud.consumers["vm1"]
+    current = http.get(f"/allocations/{vm1}", headers=latest).json()
+    current["allocations"][cloud.providers["cn1_numa0"]]["resources"]["VCPU"] = 3
+    for provider in current["allocations"].values():
+        provider.pop("generation", None)
+    current["consumer_type"] = "INSTANCE"
+    answers.append(http.put(f"/allocations/{vm1}", json=current, headers=latest))
+    return [
+        (answer.status_code, answer.json() if answer.status_code == 200 else None)
+        for answer in answers
+    ]
+
+
+def test_imported_cloud_answers_as_upstream_and_exports_back(
+    upstream_cloud: UpstreamCloud, ours_url: str, tmp_path: Path
+) -> None:
+    cloud, theirs = upstream_cloud.cloud, upstream_cloud.client
+    imported = run_cli("import", "--source", upstream_cloud.database_url, url=ours_url)
+    assert imported.returncode == 0, imported.stderr
+    with live_server(ours_url) as server, client(server.url) as ours:
+        assert reads.differences(ours, theirs, reads.read_requests(cloud)) == []
+        written = write_with_current_generations(ours, cloud)
+        assert [status for status, _ in written] == [200, 409, 204]
+        assert written == write_with_current_generations(theirs, cloud)
+        assert reads.differences(ours, theirs, reads.read_requests(cloud)) == []
+        with upstream.upstream_database(upstream_cloud.backend) as target:
+            config = tmp_path / "exported"
+            upstream.db_sync(target, config)
+            exported = run_cli("export", "--target", target, url=ours_url)
+            assert exported.returncode == 0, exported.stderr
+            with upstream.upstream_server(config) as base_url, client(base_url) as moved_back:
+                assert reads.differences(ours, moved_back, reads.read_requests(cloud)) == []

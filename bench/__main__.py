@@ -1,6 +1,6 @@
 """``make bench``: every benchmark of the project, one after the other.
 
-    python -m bench                 # candidates, scheduler, keystone; default sizes
+    python -m bench                 # candidates, import, scheduler, keystone; default sizes
     python -m bench candidates ...  # one benchmark, with its own arguments
     python -m bench scheduler --help
 
@@ -17,6 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BENCHMARKS: dict[str, list[str]] = {
     "candidates": [str(HERE / "candidates_bench.py")],
+    "import": [str(HERE / "import_bench.py")],
     "scheduler": [
         str(HERE / "scheduler_bench.py"),
         "--backend=postgresql",

@@ -13,11 +13,14 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_VENV = ROOT / "var" / "upstream-venv"
@@ -81,6 +84,34 @@ def ensure_upstream_venv(venv: Path = DEFAULT_VENV) -> Path:
             subprocess.run([str(bin_dir / "pip"), "install", "-q", *UPSTREAM_PACKAGES], check=True)
             marker.write_text(wanted)
     return bin_dir
+
+
+ADMIN_DATABASES = {"mysql": "mysql", "mariadb": "mysql", "postgresql": "postgres"}
+
+
+def _admin(server_url: str, statement: str) -> None:
+    backend = server_url.split(":", 1)[0].split("+", 1)[0]
+    engine = create_engine(
+        f"{server_url}/{ADMIN_DATABASES[backend]}", poolclass=NullPool, isolation_level="AUTOCOMMIT"
+    )
+    try:
+        with engine.connect() as connection:
+            connection.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def scratch_database(server_url: str, prefix: str) -> Iterator[str]:
+    """A new, empty database on a MariaDB or PostgreSQL server (``server_url`` is a
+    SQLAlchemy URL without a database); yields its URL, drops it after."""
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    _admin(server_url, f"CREATE DATABASE {name}")
+    try:
+        yield f"{server_url}/{name}"
+    finally:
+        force = " WITH (FORCE)" if server_url.startswith("postgresql") else ""
+        _admin(server_url, f"DROP DATABASE IF EXISTS {name}{force}")
 
 
 def upstream_version(bin_dir: Path) -> str:

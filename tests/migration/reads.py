@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -128,10 +129,26 @@ def answer(client: httpx.Client, version: str, path: str) -> tuple[int, Any]:
 def differences(
     ours: httpx.Client, theirs: httpx.Client, reads: list[tuple[str, str]]
 ) -> list[str]:
-    """Each read whose answers differ, with both answers."""
-    found = []
-    for version, path in reads:
+    """Each read whose answers differ, with both answers. Reads go a few at a
+    time: they only read, and the servers serve several at once."""
+
+    def compare(read: tuple[str, str]) -> str | None:
+        version, path = read
         mine, upstream = answer(ours, version, path), answer(theirs, version, path)
-        if mine != upstream:
-            found.append(f"{version} {path}:\n  ours     {mine}\n  upstream {upstream}")
-    return found
+        if mine == upstream:
+            return None
+        return f"{version} {path}:\n  ours     {mine}\n  upstream {upstream}"
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return [found for found in pool.map(compare, reads) if found]
+
+
+def touched_by_writes(cloud: Cloud) -> list[tuple[str, str]]:
+    """The reads whose answers the writes of the test change."""
+    changed = {cloud.providers["cn2"], cloud.providers["cn1_numa0"], cloud.consumers["vm1"]}
+    return [
+        (version, path)
+        for version, path in read_requests(cloud)
+        if any(uuid in path for uuid in changed)
+        or path.startswith(("/usages", "/allocation_candidates", "/resource_providers?"))
+    ]

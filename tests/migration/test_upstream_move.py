@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,6 @@ from tests.migration.cloud import Cloud, build
 from tests.support import databases, upstream
 from tests.support.server import live_server
 
-pytestmark = pytest.mark.xdist_group("upstream_move")
 HEADERS = {"x-auth-token": "admin", "accept": "application/json"}
 
 
@@ -122,17 +122,22 @@ def test_imported_cloud_answers_as_upstream_and_exports_back(
     upstream_cloud: UpstreamCloud, ours_url: str, tmp_path: Path
 ) -> None:
     cloud, theirs = upstream_cloud.cloud, upstream_cloud.client
-    imported = run_cli("import", "--source", upstream_cloud.database_url, url=ours_url)
-    assert imported.returncode == 0, imported.stderr
-    with live_server(ours_url) as server, client(server.url) as ours:
-        assert reads.differences(ours, theirs, reads.read_requests(cloud)) == []
-        written = write_with_current_generations(ours, cloud)
-        assert [status for status, _ in written] == [200, 409, 204]
-        assert written == write_with_current_generations(theirs, cloud)
-        assert reads.differences(ours, theirs, reads.read_requests(cloud)) == []
-        with upstream.upstream_database(upstream_cloud.backend) as target:
-            config = tmp_path / "exported"
-            upstream.db_sync(target, config)
+    config = tmp_path / "exported"
+    with (
+        upstream.upstream_database(upstream_cloud.backend) as target,
+        ThreadPoolExecutor(max_workers=1) as background,
+    ):
+        # The target of the export is made meanwhile, by upstream's migrations.
+        target_ready = background.submit(upstream.db_sync, target, config)
+        imported = run_cli("import", "--source", upstream_cloud.database_url, url=ours_url)
+        assert imported.returncode == 0, imported.stderr
+        with live_server(ours_url) as server, client(server.url) as ours:
+            assert reads.differences(ours, theirs, reads.read_requests(cloud)) == []
+            written = write_with_current_generations(ours, cloud)
+            assert [status for status, _ in written] == [200, 409, 204]
+            assert written == write_with_current_generations(theirs, cloud)
+            assert reads.differences(ours, theirs, reads.touched_by_writes(cloud)) == []
+            target_ready.result()
             exported = run_cli("export", "--target", target, url=ours_url)
             assert exported.returncode == 0, exported.stderr
             with upstream.upstream_server(config) as base_url, client(base_url) as moved_back:

@@ -5,13 +5,9 @@ and its server (see ``bench/upstream.py``, which this calls into)."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-from sqlalchemy import create_engine, text
-from sqlalchemy.pool import NullPool
 
 from bench import upstream
 
@@ -27,32 +23,13 @@ SERVER_URLS = {
     .rsplit("/", 1)[0]
     .replace("postgresql://", "postgresql+psycopg://", 1),
 }
-ADMIN_DATABASES = {"mariadb": "mysql", "postgresql": "postgres"}
-
-
-def _admin(backend: str, statement: str) -> None:
-    engine = create_engine(
-        f"{SERVER_URLS[backend]}/{ADMIN_DATABASES[backend]}",
-        poolclass=NullPool,
-        isolation_level="AUTOCOMMIT",
-    )
-    try:
-        with engine.connect() as connection:
-            connection.execute(text(statement))
-    finally:
-        engine.dispose()
 
 
 @contextmanager
 def upstream_database(backend: str) -> Iterator[str]:
     """A new, empty database on the backend; yields its SQLAlchemy URL, drops it after."""
-    name = f"placement_upstream_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    _admin(backend, f"CREATE DATABASE {name}")
-    try:
-        yield f"{SERVER_URLS[backend]}/{name}"
-    finally:
-        force = " WITH (FORCE)" if backend == "postgresql" else ""
-        _admin(backend, f"DROP DATABASE IF EXISTS {name}{force}")
+    with upstream.scratch_database(SERVER_URLS[backend], "placement_upstream") as url:
+        yield url
 
 
 def venv_bin() -> Path:
@@ -67,6 +44,6 @@ def db_sync(database_url: str, config_dir: Path) -> None:
 def upstream_server(config_dir: Path) -> Iterator[str]:
     """Upstream Placement serving the database ``db_sync`` configured in ``config_dir``."""
     with upstream.upstream_server(
-        venv_bin(), config_dir, config_dir / "uwsgi.log", request_timeout=60
+        venv_bin(), config_dir, config_dir / "uwsgi.log", request_timeout=60, processes=2
     ) as url:
         yield url

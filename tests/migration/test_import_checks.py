@@ -1,0 +1,129 @@
+"""What ``db import`` and ``db export`` refuse, and what ``--dry-run`` reports,
+on an upstream database filled by SQL (with broken rows where a test needs them)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, insert, text
+from sqlalchemy.pool import NullPool
+
+from bench import import_data
+from placement_api.db.engine import create_engine as create_async_engine
+from placement_api.migration import upstream_schema as up
+from tests.migration.test_upstream_move import empty, run_cli
+from tests.support import upstream
+
+PROVIDERS, ALLOCATIONS = 6, 9
+
+
+@pytest.fixture(scope="module", params=upstream.BACKENDS)
+def upstream_backend(request: pytest.FixtureRequest) -> str:
+    backend: str = request.param
+    return backend
+
+
+@pytest.fixture
+def source_url(upstream_backend: str, tmp_path: Path) -> Iterator[str]:
+    """An upstream database made by upstream's migrations, filled by SQL."""
+    with upstream.upstream_database(upstream_backend) as url:
+        upstream.db_sync(url, tmp_path / "upstream")
+        engine = create_engine(url, poolclass=NullPool)
+        with engine.begin() as connection:
+            import_data.generate(connection, providers=PROVIDERS, allocations=ALLOCATIONS)
+        engine.dispose()
+        yield url
+
+
+@pytest.fixture
+def broken_source_url(source_url: str) -> str:
+    """The source with rows upstream's loose keys let in and ours cannot take."""
+    engine = create_engine(source_url, poolclass=NullPool)
+    with engine.begin() as connection:
+        connection.execute(
+            insert(up.allocations).values(
+                resource_provider_id=1, consumer_id=str(uuid.uuid4()), resource_class_id=0, used=1
+            )
+        )
+        connection.execute(
+            insert(up.inventories).values(
+                resource_provider_id=1,
+                resource_class_id=99_999,
+                total=1,
+                reserved=0,
+                min_unit=1,
+                max_unit=1,
+                step_size=1,
+                allocation_ratio=1.0,
+            )
+        )
+    engine.dispose()
+    return source_url
+
+
+@pytest.fixture
+def ours_url(database_url: str) -> Iterator[str]:
+    empty(database_url)
+    yield database_url
+    empty(database_url)
+
+
+def count(database_url: str, table: str) -> int:
+    async def query() -> int:
+        engine = create_async_engine(database_url)
+        try:
+            async with engine.connect() as connection:
+                return int(
+                    (await connection.execute(text(f"SELECT COUNT(*) FROM {table}"))).scalar_one()
+                )
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(query())
+
+
+def test_dry_run_reports_what_would_move_and_writes_nothing(source_url: str, ours_url: str) -> None:
+    result = run_cli("import", "--source", source_url, "--dry-run", url=ours_url)
+    assert result.returncode == 0, result.stderr
+    assert "allocations" in result.stderr and str(ALLOCATIONS) in result.stderr
+    assert count(ours_url, "resource_providers") == 0
+
+
+def test_dry_run_names_rows_that_cannot_move_with_the_reason(
+    broken_source_url: str, ours_url: str
+) -> None:
+    result = run_cli("import", "--source", broken_source_url, "--dry-run", url=ours_url)
+    assert result.returncode == 1
+    assert "no consumer row" in result.stderr
+    assert "unknown resource class" in result.stderr
+    assert count(ours_url, "resource_providers") == 0
+
+
+def test_import_refuses_a_source_with_rows_that_cannot_move(
+    broken_source_url: str, ours_url: str
+) -> None:
+    result = run_cli("import", "--source", broken_source_url, url=ours_url)
+    assert result.returncode == 1
+    assert "2 rows cannot be moved" in result.stderr
+    assert count(ours_url, "resource_providers") == 0
+    assert count(ours_url, "allocations") == 0
+
+
+def test_import_refuses_a_target_that_is_not_empty(source_url: str, ours_url: str) -> None:
+    assert run_cli("import", "--source", source_url, url=ours_url).returncode == 0
+    again = run_cli("import", "--source", source_url, url=ours_url)
+    assert again.returncode == 1
+    assert "not empty" in again.stderr
+    assert count(ours_url, "resource_providers") == PROVIDERS
+    assert count(ours_url, "allocations") == ALLOCATIONS
+
+
+def test_export_refuses_a_target_that_is_not_empty(source_url: str, ours_url: str) -> None:
+    assert run_cli("import", "--source", source_url, url=ours_url).returncode == 0
+    refused = run_cli("export", "--target", source_url, url=ours_url)
+    assert refused.returncode == 1
+    assert "not empty" in refused.stderr

@@ -6,7 +6,7 @@ HOST      ?= 127.0.0.1
 PORT      ?= 8778
 export PLACEMENT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/var/placement.sqlite
 
-.PHONY: install run test lint openapi openapi-check bench demo pg-up keystone clean
+.PHONY: install run test lint openapi openapi-check bench demo pg-up keystone mariadb-up clean
 
 install: $(STAMP)
 
@@ -32,9 +32,13 @@ pg-up:
 keystone:
 	@./scripts/install-keystone.sh
 
+# Upstream Placement's usual database, for the db import/export tests.
+mariadb-up:
+	@./scripts/ensure-mariadb.sh
+
 # One pytest run covers both backends: database fixtures are parametrised
 # over PLACEMENT_TEST_BACKENDS (default "sqlite,postgresql").
-test: lint pg-up keystone openapi-check
+test: lint pg-up keystone mariadb-up openapi-check
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 openapi: install
@@ -56,7 +60,7 @@ docs-check: install
 
 # Benchmarks (never timed unit tests). BENCH_ARGS are passed through, e.g.
 # make bench BENCH_ARGS="candidates --quick".
-bench: install pg-up
+bench: install pg-up mariadb-up
 	$(PY) -m bench $(BENCH_ARGS)
 
 demo: install

@@ -8,10 +8,11 @@ are kept; resource classes and traits take our ids, found by name.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table, insert, select, text
+from sqlalchemy.util import await_
 
 from placement_api.db import models
 from placement_api.domain.standard_names import standard_resource_classes, standard_traits
@@ -85,10 +86,31 @@ def write_ours(connection: Connection, snapshot: Snapshot, phases: Phases) -> No
 def insert_batches(
     connection: Connection, target: Table, rows: Sequence[Mapping[str, Any]], advance: Advance
 ) -> None:
+    """INSERT the rows a batch at a time; on asyncpg, COPY them (several times faster)."""
+    copy = _asyncpg_copy(connection, target, list(rows[0])) if rows else None
     for start in range(0, len(rows), BATCH):
         batch = rows[start : start + BATCH]
-        connection.execute(insert(target), batch)
+        if copy is not None:
+            copy(batch)
+        else:
+            connection.execute(insert(target), batch)
         advance(len(batch))
+
+
+def _asyncpg_copy(
+    connection: Connection, target: Table, columns: list[str]
+) -> Callable[[Sequence[Mapping[str, Any]]], None] | None:
+    if connection.dialect.driver != "asyncpg":
+        return None
+    # The driver's own connection, inside the transaction SQLAlchemy began on it.
+    driver = connection.connection.driver_connection
+    assert driver is not None
+
+    def copy(batch: Sequence[Mapping[str, Any]]) -> None:
+        records = [tuple(row[column] for column in columns) for row in batch]
+        await_(driver.copy_records_to_table(target.name, records=records, columns=columns))
+
+    return copy
 
 
 def restart_sequences(connection: Connection, tables: list[str]) -> None:

@@ -16,7 +16,7 @@ from sqlalchemy.pool import NullPool
 from bench import import_data
 from placement_api.db.engine import create_engine as create_async_engine
 from placement_api.migration import upstream_schema as up
-from tests.migration.test_upstream_move import empty, run_cli
+from tests.migration.conftest import run_db_command
 from tests.support import upstream
 
 PROVIDERS, ALLOCATIONS = 6, 9
@@ -66,13 +66,6 @@ def broken_source_url(source_url: str) -> str:
     return source_url
 
 
-@pytest.fixture
-def ours_url(database_url: str) -> Iterator[str]:
-    empty(database_url)
-    yield database_url
-    empty(database_url)
-
-
 def count(database_url: str, table: str) -> int:
     async def query() -> int:
         engine = create_async_engine(database_url)
@@ -88,7 +81,7 @@ def count(database_url: str, table: str) -> int:
 
 
 def test_dry_run_reports_what_would_move_and_writes_nothing(source_url: str, ours_url: str) -> None:
-    result = run_cli("import", "--source", source_url, "--dry-run", url=ours_url)
+    result = run_db_command("import", "--source", source_url, "--dry-run", url=ours_url)
     assert result.returncode == 0, result.stderr
     assert re.search(rf"allocations\W+{ALLOCATIONS}\b", result.stderr), result.stderr
     assert count(ours_url, "resource_providers") == 0
@@ -97,7 +90,7 @@ def test_dry_run_reports_what_would_move_and_writes_nothing(source_url: str, our
 def test_dry_run_names_rows_that_cannot_move_with_the_reason(
     broken_source_url: str, ours_url: str
 ) -> None:
-    result = run_cli("import", "--source", broken_source_url, "--dry-run", url=ours_url)
+    result = run_db_command("import", "--source", broken_source_url, "--dry-run", url=ours_url)
     assert result.returncode == 1
     assert "no consumer row" in result.stderr
     assert "unknown resource class" in result.stderr
@@ -107,7 +100,7 @@ def test_dry_run_names_rows_that_cannot_move_with_the_reason(
 def test_import_refuses_a_source_with_rows_that_cannot_move(
     broken_source_url: str, ours_url: str
 ) -> None:
-    result = run_cli("import", "--source", broken_source_url, url=ours_url)
+    result = run_db_command("import", "--source", broken_source_url, url=ours_url)
     assert result.returncode == 1
     assert "2 rows cannot be moved" in result.stderr
     assert count(ours_url, "resource_providers") == 0
@@ -115,8 +108,8 @@ def test_import_refuses_a_source_with_rows_that_cannot_move(
 
 
 def test_import_refuses_a_target_that_is_not_empty(source_url: str, ours_url: str) -> None:
-    assert run_cli("import", "--source", source_url, url=ours_url).returncode == 0
-    again = run_cli("import", "--source", source_url, url=ours_url)
+    assert run_db_command("import", "--source", source_url, url=ours_url).returncode == 0
+    again = run_db_command("import", "--source", source_url, url=ours_url)
     assert again.returncode == 1
     assert "not empty" in again.stderr
     assert count(ours_url, "resource_providers") == PROVIDERS
@@ -124,7 +117,7 @@ def test_import_refuses_a_target_that_is_not_empty(source_url: str, ours_url: st
 
 
 def test_export_refuses_a_target_that_is_not_empty(source_url: str, ours_url: str) -> None:
-    assert run_cli("import", "--source", source_url, url=ours_url).returncode == 0
-    refused = run_cli("export", "--target", source_url, url=ours_url)
+    assert run_db_command("import", "--source", source_url, url=ours_url).returncode == 0
+    refused = run_db_command("export", "--target", source_url, url=ours_url)
     assert refused.returncode == 1
     assert "not empty" in refused.stderr

@@ -4,10 +4,6 @@ included, and accept the same writes."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -18,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from placement_api.db.engine import create_engine
 from tests.migration import reads
 from tests.migration.cloud import Cloud, build
-from tests.support import databases, upstream
+from tests.migration.conftest import run_db_command
+from tests.support import upstream
 from tests.support.server import live_server
 
 HEADERS = {"x-auth-token": "admin", "accept": "application/json"}
@@ -35,35 +31,12 @@ class UpstreamCloud:
     cloud: Cloud
 
 
-def run_cli(*args: str, url: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PLACEMENT_DATABASE_URL=url)
-    return subprocess.run(
-        [sys.executable, "-m", "placement_api", "db", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 @contextmanager
 def client(base_url: str) -> Iterator[httpx.Client]:
     # A fresh connection per request: uWSGI's http-socket does not keep connections alive.
     limits = httpx.Limits(max_keepalive_connections=0)
     with httpx.Client(base_url=base_url, headers=HEADERS, timeout=60, limits=limits) as http:
         yield http
-
-
-def empty(database_url: str) -> None:
-    async def clean() -> None:
-        engine = create_engine(database_url)
-        try:
-            await databases.clean(engine)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(clean())
 
 
 @pytest.fixture(scope="module", params=upstream.BACKENDS)
@@ -76,14 +49,6 @@ def upstream_cloud(
         upstream.db_sync(url, config)
         with upstream.upstream_server(config) as base_url, client(base_url) as http:
             yield UpstreamCloud(backend, url, http, build(http))
-
-
-@pytest.fixture
-def ours_url(database_url: str) -> Iterator[str]:
-    """Our database, migrated and emptied for an import, emptied again after."""
-    empty(database_url)
-    yield database_url
-    empty(database_url)
 
 
 def write_with_current_generations(http: httpx.Client, cloud: Cloud) -> list[tuple[int, Any]]:
@@ -129,7 +94,7 @@ def test_imported_cloud_answers_as_upstream_and_exports_back(
     ):
         # The target of the export is made meanwhile, by upstream's migrations.
         target_ready = background.submit(upstream.db_sync, target, config)
-        imported = run_cli("import", "--source", upstream_cloud.database_url, url=ours_url)
+        imported = run_db_command("import", "--source", upstream_cloud.database_url, url=ours_url)
         assert imported.returncode == 0, imported.stderr
         with live_server(ours_url) as server, client(server.url) as ours:
             assert reads.differences(ours, theirs, reads.read_requests(cloud)) == []
@@ -138,7 +103,7 @@ def test_imported_cloud_answers_as_upstream_and_exports_back(
             assert written == write_with_current_generations(theirs, cloud)
             assert reads.differences(ours, theirs, reads.touched_by_writes(cloud)) == []
             target_ready.result()
-            exported = run_cli("export", "--target", target, url=ours_url)
+            exported = run_db_command("export", "--target", target, url=ours_url)
             assert exported.returncode == 0, exported.stderr
             with upstream.upstream_server(config) as base_url, client(base_url) as moved_back:
                 assert reads.differences(ours, moved_back, reads.read_requests(cloud)) == []

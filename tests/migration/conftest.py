@@ -1,0 +1,47 @@
+"""Our database for a move: the session's database, emptied before and after,
+and the command as an operator runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from placement_api.db.engine import create_engine
+from tests.support import databases
+
+
+def run_db_command(*args: str, url: str) -> subprocess.CompletedProcess[str]:
+    """``placement-api db ARGS`` on our database ``url``."""
+    env = dict(os.environ, PLACEMENT_DATABASE_URL=url)
+    return subprocess.run(
+        [sys.executable, "-m", "placement_api", "db", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _empty(database_url: str) -> None:
+    async def clean() -> None:
+        engine = create_engine(database_url)
+        try:
+            await databases.clean(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(clean())
+
+
+@pytest.fixture
+def ours_url(database_url: str) -> Iterator[str]:
+    """Our database, migrated and empty, for an import; emptied again after."""
+    _empty(database_url)
+    yield database_url
+    _empty(database_url)

@@ -16,10 +16,19 @@ from sqlalchemy.util import await_
 
 from placement_api.db import models
 from placement_api.domain.standard_names import standard_resource_classes, standard_traits
+from placement_api.migration.bulk_load import foreign_keys_checked_after
 from placement_api.migration.progress import Advance, Phases
 from placement_api.migration.snapshot import Snapshot, parents_first
 
 BATCH = 10_000
+BULK_TABLES = [
+    "resource_providers",
+    "inventories",
+    "resource_provider_aggregates",
+    "resource_provider_traits",
+    "consumers",
+    "allocations",
+]
 KEPT_ID_TABLES = [
     "resource_providers",
     "placement_aggregates",
@@ -41,8 +50,18 @@ def write_ours(connection: Connection, snapshot: Snapshot, phases: Phases) -> No
         snapshot.resource_classes + standard_resource_classes(),
     )
     trait_ids = _ensure_names(connection, table(models.Trait), snapshot.traits + standard_traits())
-    _write_providers(connection, snapshot, class_ids, trait_ids, phases)
-    _write_consumers(connection, snapshot, phases)
+    with foreign_keys_checked_after(connection, BULK_TABLES):
+        _write_providers(connection, snapshot, class_ids, trait_ids, phases)
+        _write_consumers(connection, snapshot, phases)
+        _write_usage(connection, snapshot, class_ids, phases)
+    if connection.dialect.name == "postgresql":
+        restart_sequences(connection, KEPT_ID_TABLES)
+
+
+def _write_usage(
+    connection: Connection, snapshot: Snapshot, class_ids: dict[str, int], phases: Phases
+) -> None:
+    """Inventories, with ``used`` summed from the allocations, then the allocations."""
     used: Counter[tuple[int, int]] = Counter()
     rows = []
     for allocation in snapshot.allocations:
@@ -79,8 +98,6 @@ def write_ours(connection: Connection, snapshot: Snapshot, phases: Phases) -> No
     insert_batches(
         connection, table(models.Allocation), rows, phases.start("allocations", len(rows))
     )
-    if connection.dialect.name == "postgresql":
-        restart_sequences(connection, KEPT_ID_TABLES)
 
 
 def insert_batches(

@@ -92,8 +92,15 @@ def _candidates(cloud: Cloud) -> list[tuple[str, str]]:
     ]
 
 
-def read_requests(cloud: Cloud) -> list[tuple[str, str]]:
-    """(microversion, path) pairs covering every read the cloud's data shows in."""
+def upstream_answers(backend: str, version: str, path: str) -> bool:
+    """Upstream 16.0.0 on PostgreSQL fails GET /usages from 1.38 on (500, a
+    GroupingError in its consumer-type query); MariaDB's run compares those."""
+    return not (backend == "postgresql" and version == "1.38" and path.startswith("/usages"))
+
+
+def read_requests(cloud: Cloud, backend: str) -> list[tuple[str, str]]:
+    """(microversion, path) pairs covering every read the cloud's data shows in
+    that upstream answers on this backend."""
     shared = [
         ("1.2", "/resource_classes"),
         ("1.7", "/resource_classes/CUSTOM_FPGA"),
@@ -101,13 +108,14 @@ def read_requests(cloud: Cloud) -> list[tuple[str, str]]:
         ("1.6", "/traits?associated=true"),
         ("1.6", "/traits?name=in:CUSTOM_GOLD,HW_NUMA_ROOT"),
     ]
-    return [
+    every = [
         *shared,
         *_provider_listings(cloud),
         *_per_provider(cloud),
         *_per_consumer(cloud),
         *_candidates(cloud),
     ]
+    return [(version, path) for version, path in every if upstream_answers(backend, version, path)]
 
 
 def unordered(value: Any) -> Any:
@@ -143,12 +151,12 @@ def differences(
         return [found for found in pool.map(compare, reads) if found]
 
 
-def touched_by_writes(cloud: Cloud) -> list[tuple[str, str]]:
+def touched_by_writes(cloud: Cloud, backend: str) -> list[tuple[str, str]]:
     """The reads whose answers the writes of the test change."""
     changed = {cloud.providers["cn2"], cloud.providers["cn1_numa0"], cloud.consumers["vm1"]}
     return [
         (version, path)
-        for version, path in read_requests(cloud)
+        for version, path in read_requests(cloud, backend)
         if any(uuid in path for uuid in changed)
         or path.startswith(("/usages", "/allocation_candidates", "/resource_providers?"))
     ]

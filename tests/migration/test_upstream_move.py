@@ -87,6 +87,8 @@ def test_imported_cloud_answers_as_upstream_and_exports_back(
     upstream_cloud: UpstreamCloud, ours_url: str, tmp_path: Path
 ) -> None:
     cloud, theirs = upstream_cloud.cloud, upstream_cloud.client
+    every_read = reads.read_requests(cloud, upstream_cloud.backend)
+    after_writes = reads.touched_by_writes(cloud, upstream_cloud.backend)
     config = tmp_path / "exported"
     with (
         upstream.upstream_database(upstream_cloud.backend) as target,
@@ -97,13 +99,13 @@ def test_imported_cloud_answers_as_upstream_and_exports_back(
         imported = run_db_command("import", "--source", upstream_cloud.database_url, url=ours_url)
         assert imported.returncode == 0, imported.stderr
         with live_server(ours_url) as server, client(server.url) as ours:
-            assert reads.differences(ours, theirs, reads.read_requests(cloud)) == []
+            assert reads.differences(ours, theirs, every_read) == []
             written = write_with_current_generations(ours, cloud)
             assert [status for status, _ in written] == [200, 409, 204]
             assert written == write_with_current_generations(theirs, cloud)
-            assert reads.differences(ours, theirs, reads.touched_by_writes(cloud)) == []
+            assert reads.differences(ours, theirs, after_writes) == []
             target_ready.result()
             exported = run_db_command("export", "--target", target, url=ours_url)
             assert exported.returncode == 0, exported.stderr
             with upstream.upstream_server(config) as base_url, client(base_url) as moved_back:
-                assert reads.differences(ours, moved_back, reads.read_requests(cloud)) == []
+                assert reads.differences(ours, moved_back, every_read) == []

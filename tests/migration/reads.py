@@ -42,16 +42,16 @@ def _per_provider(cloud: Cloud) -> list[tuple[str, str]]:
     for provider in cloud.providers.values():
         base = f"/resource_providers/{provider}"
         reads += [
-            ("1.0", base),
             ("1.14", base),
             ("1.0", f"{base}/inventories"),
-            ("1.0", f"{base}/inventories/VCPU"),
-            ("1.1", f"{base}/aggregates"),
             ("1.19", f"{base}/aggregates"),
             ("1.6", f"{base}/traits"),
             ("1.0", f"{base}/usages"),
             ("1.0", f"{base}/allocations"),
         ]
+    # Older renderings, and a single inventory, of one provider.
+    cn2 = f"/resource_providers/{cloud.providers['cn2']}"
+    reads += [("1.0", cn2), ("1.1", f"{cn2}/aggregates"), ("1.0", f"{cn2}/inventories/VCPU")]
     return reads
 
 

@@ -96,7 +96,12 @@ def test_imported_cloud_answers_as_upstream_and_exports_back(
     ):
         # The target of the export is made meanwhile, by upstream's migrations.
         target_ready = background.submit(upstream.db_sync, target, config)
-        imported = run_db_command("import", "--source", upstream_cloud.database_url, url=ours_url)
+        imported = run_db_command(
+            "import",
+            "--source",
+            upstream.as_operators_write_it(upstream_cloud.database_url),
+            url=ours_url,
+        )
         assert imported.returncode == 0, imported.stderr
         with live_server(ours_url) as server, client(server.url) as ours:
             assert reads.differences(ours, theirs, every_read) == []
@@ -105,7 +110,9 @@ def test_imported_cloud_answers_as_upstream_and_exports_back(
             assert written == write_with_current_generations(theirs, cloud)
             assert reads.differences(ours, theirs, after_writes) == []
             target_ready.result()
-            exported = run_db_command("export", "--target", target, url=ours_url)
+            exported = run_db_command(
+                "export", "--target", upstream.as_operators_write_it(target), url=ours_url
+            )
             assert exported.returncode == 0, exported.stderr
             with upstream.upstream_server(config) as base_url, client(base_url) as moved_back:
                 assert reads.differences(ours, moved_back, every_read) == []

@@ -32,6 +32,11 @@ def upstream_database(backend: str) -> Iterator[str]:
         yield url
 
 
+def as_operators_write_it(url: str) -> str:
+    """The URL as docs/interfaces name it: ``postgresql://`` or ``mysql+pymysql://``."""
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
 def venv_bin() -> Path:
     return upstream.ensure_upstream_venv()
 

@@ -13,6 +13,7 @@ import uvicorn
 from rich.console import Console
 
 from placement_api import cli_migration
+from placement_api.auth import NOAUTH2
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
 from placement_api.http_protocol import PlacementHttpProtocol
@@ -36,7 +37,7 @@ def _is_loopback(host: str) -> bool:
 
 def _refuse_open_noauth2(host: str) -> None:
     settings = get_settings()
-    if settings.auth_strategy == "noauth2" and not (
+    if settings.auth_strategy == NOAUTH2 and not (
         _is_loopback(host) or settings.allow_insecure_noauth
     ):
         console.print(

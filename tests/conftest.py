@@ -20,6 +20,9 @@ from placement_api.settings import Settings
 from tests.support import databases
 from tests.support.client import PlacementClient
 
+# One real Keystone per test process, for every directory that asks for it.
+from tests.support.keystone import keystone  # noqa: F401
+
 
 @pytest.fixture(scope="session", params=databases.BACKENDS)
 def database_url(request: pytest.FixtureRequest) -> Iterator[str]:

@@ -14,7 +14,6 @@ from placement_api.db.engine import create_engine
 from placement_api.settings import Settings
 from placement_client import PlacementClient, RetryPolicy
 from tests.support import databases
-from tests.support.keystone import keystone  # noqa: F401  (a real Keystone, started once)
 
 URL = "http://placement"
 # Short waits: the tests check how many attempts are made and how long each wait is.

@@ -20,10 +20,7 @@ from placement_api.db.engine import create_engine
 from placement_api.settings import Settings
 from tests.support import databases
 from tests.support.client import PlacementClient
-from tests.support.keystone import Keystone, User, keystone
-
-__all__ = ["keystone"]
-
+from tests.support.keystone import Keystone, User
 
 # Test modules here set this as their ``pytestmark``.
 ON_KEYSTONE_WORKER = pytest.mark.xdist_group("keystone")

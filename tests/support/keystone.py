@@ -13,8 +13,8 @@ public and internal endpoint in ``RegionOne``. A few seconds to start
 
 Interface
 ---------
-Fixtures (import them into a ``conftest.py``:
-``from tests.support.keystone import keystone  # noqa: F401``):
+Fixtures (``tests/conftest.py`` imports them, so every test may ask for
+them; a second import in another conftest would start a second Keystone):
 
 * ``keystone`` -- session scoped, yields a :class:`Keystone` whose tokens
   last an hour.
@@ -59,15 +59,11 @@ Context manager, for anything else (benchmarks, other expiries):
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,19 +71,18 @@ from typing import Any
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ADMIN_PASSWORD = "admin-secret"
-REGION = "RegionOne"
+from tests.support.keystone_server import (
+    ADMIN_PASSWORD,
+    REGION,
+    Server,
+    copy_template,
+    free_port,
+    keystone_venv,
+    write_config,
+)
+
 DOMAIN_ID = "default"
 SERVICE_PROJECT = "service"
-
-# Keystone's oslo.config would parse gunicorn's command line as its own.
-_WSGI_SHIM = (
-    "import sys\n"
-    "sys.argv = sys.argv[:1]\n"
-    "from keystone.server import wsgi\n"
-    "application = wsgi.initialize_public_application()\n"
-)
 
 
 @dataclass(frozen=True)
@@ -109,167 +104,10 @@ class ApplicationCredential:
     user_id: str
 
 
-def keystone_venv() -> Path:
-    """The venv with keystone and gunicorn, installed if missing or outdated."""
-    venv = Path(os.environ.get("KEYSTONE_VENV", ROOT / "var" / "keystone-venv"))
-    env = dict(os.environ, KEYSTONE_VENV=str(venv))
-    subprocess.run([str(ROOT / "scripts" / "install-keystone.sh")], check=True, env=env)
-    return venv
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class _Server:
-    """One gunicorn process serving Keystone from a config directory."""
-
-    def __init__(self, bin_dir: Path, config_dir: Path, port: int) -> None:
-        self.bin_dir = bin_dir
-        self.config_dir = config_dir
-        self.port = port
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def log(self) -> Path:
-        return self.config_dir / "gunicorn.log"
-
-    def start(self) -> None:
-        env = dict(
-            os.environ,
-            OS_KEYSTONE_CONFIG_DIR=str(self.config_dir),
-            OS_KEYSTONE_CONFIG_FILES=str(self.config_dir / "keystone.conf"),
-        )
-        command = [
-            str(self.bin_dir / "gunicorn"),
-            "--pythonpath", str(self.config_dir),
-            "--bind", f"127.0.0.1:{self.port}",
-            "--workers", "1", "--threads", "8",
-            "--timeout", "120", "--graceful-timeout", "5",
-            "keystone_wsgi:application",
-        ]  # fmt: skip
-        with self.log.open("ab") as output:
-            self.process = subprocess.Popen(
-                command, env=env, stdout=output, stderr=subprocess.STDOUT
-            )
-        self._wait_until_up()
-
-    def _wait_until_up(self, timeout: float = 90) -> None:
-        assert self.process is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"keystone exited:\n{self.log.read_text()[-3000:]}")
-            with suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{self.port}/v3", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.2)
-        raise RuntimeError(f"keystone did not answer within {timeout}s: {self.log}")
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.process = None
-
-
-def _write_config(config_dir: Path, data_dir: Path, token_expiration: int) -> None:
-    config_dir.mkdir(parents=True, exist_ok=True)
-    (config_dir / "keystone_wsgi.py").write_text(_WSGI_SHIM)
-    # Every key repository points into the temp dir: the defaults are under /etc.
-    (config_dir / "keystone.conf").write_text(
-        f"[DEFAULT]\nlog_file = {config_dir / 'keystone.log'}\n"
-        f"[database]\nconnection = sqlite:///{data_dir / 'keystone.db'}\n"
-        f"[fernet_tokens]\nkey_repository = {data_dir / 'fernet-keys'}\n"
-        f"[fernet_receipts]\nkey_repository = {data_dir / 'fernet-keys'}\n"
-        f"[credential]\nkey_repository = {data_dir / 'credential-keys'}\n"
-        f"[token]\nexpiration = {token_expiration}\n"
-        # bcrypt's fewest rounds: users and password tokens are made in bulk.
-        "[identity]\npassword_hash_rounds = 4\n"
-    )
-
-
-def _manage(bin_dir: Path, config_dir: Path, *args: str) -> subprocess.Popen[bytes]:
-    command = [
-        str(bin_dir / "keystone-manage"),
-        "--config-file",
-        str(config_dir / "keystone.conf"),
-        *args,
-    ]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
-def _wait_all(processes: Sequence[subprocess.Popen[bytes]]) -> None:
-    for process in processes:
-        output, _ = process.communicate(timeout=180)
-        if process.returncode != 0:
-            raise RuntimeError(f"{process.args!r} failed:\n{output.decode()[-3000:]}")
-
-
-# The URL bootstrap writes into a template's catalog; replaced when it runs.
-_TEMPLATE_URL = "http://127.0.0.1:9/v3"
-_DATA = ("keystone.db", "fernet-keys", "credential-keys")
-
-
-def _template(bin_dir: Path) -> Path:
-    """A bootstrapped data directory, made once per Keystone install and copied.
-
-    keystone-manage's four steps take 10-30 s; a copy takes milliseconds.
-    """
-    venv = bin_dir.parent
-    stamp = (venv / ".installed").read_text().strip()[:16]
-    template = venv.parent / f"keystone-template-{stamp}"
-    if (template / "keystone.db").exists():
-        return template
-    build = Path(tempfile.mkdtemp(prefix="keystone-template-", dir=venv.parent))
-    _write_config(build / "main", build, 3600)
-    _set_up(bin_dir, build / "main", _TEMPLATE_URL)
-    shutil.rmtree(build / "main")
-    try:
-        build.rename(template)
-    except OSError:
-        # Another process made it first; theirs is as good.
-        shutil.rmtree(build, ignore_errors=True)
-    return template
-
-
-def _set_up(bin_dir: Path, config_dir: Path, url: str) -> None:
-    owner = ["--keystone-user", str(os.getuid()), "--keystone-group", str(os.getgid())]
-    # The three are independent; run side by side they save a few seconds.
-    _wait_all(
-        [
-            _manage(bin_dir, config_dir, "db_sync"),
-            _manage(bin_dir, config_dir, "fernet_setup", *owner),
-            _manage(bin_dir, config_dir, "credential_setup", *owner),
-        ]
-    )
-    bootstrap = [
-        "bootstrap",
-        "--bootstrap-password", ADMIN_PASSWORD,
-        "--bootstrap-username", "admin",
-        "--bootstrap-project-name", "admin",
-        "--bootstrap-role-name", "admin",
-        "--bootstrap-service-name", "keystone",
-        "--bootstrap-region-id", REGION,
-        "--bootstrap-public-url", url,
-        # keystonemiddleware looks Keystone up at the internal interface.
-        "--bootstrap-internal-url", url,
-    ]  # fmt: skip
-    _wait_all([_manage(bin_dir, config_dir, *bootstrap)])
-
-
 class Keystone:
     """A running Keystone and helpers to fill it (see the module docstring)."""
 
-    def __init__(self, server: _Server, data_dir: Path) -> None:
+    def __init__(self, server: Server, data_dir: Path) -> None:
         self._server = server
         self._data_dir = data_dir
         self.url = f"http://127.0.0.1:{server.port}/v3"
@@ -468,8 +306,8 @@ class Keystone:
     def with_token_expiration(self, seconds: int) -> Iterator[Keystone]:
         """Another Keystone process on the same data whose tokens last ``seconds``."""
         config_dir = Path(tempfile.mkdtemp(prefix="keystone-issuer-", dir=self._data_dir))
-        _write_config(config_dir, self._data_dir, seconds)
-        server = _Server(self._server.bin_dir, config_dir, _free_port())
+        write_config(config_dir, self._data_dir, seconds)
+        server = Server(self._server.bin_dir, config_dir, free_port())
         server.start()
         issuer = Keystone(server, self._data_dir)
         try:
@@ -532,14 +370,11 @@ def running_keystone(*, token_expiration: int = 3600) -> Iterator[Keystone]:
     bin_dir = keystone_venv() / "bin"
     data_dir = Path(tempfile.mkdtemp(prefix="keystone-"))
     config_dir = data_dir / "main"
-    port = _free_port()
-    server = _Server(bin_dir, config_dir, port)
+    port = free_port()
+    server = Server(bin_dir, config_dir, port)
     try:
-        template = _template(bin_dir)
-        for name in _DATA:
-            copy = shutil.copytree if (template / name).is_dir() else shutil.copy2
-            copy(template / name, data_dir / name)
-        _write_config(config_dir, data_dir, token_expiration)
+        copy_template(bin_dir, data_dir)
+        write_config(config_dir, data_dir, token_expiration)
         server.start()
         keystone = Keystone(server, data_dir)
         keystone.point_identity_endpoints_here()

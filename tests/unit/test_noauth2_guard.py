@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -27,8 +28,12 @@ def fresh_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "placement.example"])
-def test_serve_refuses_noauth2_off_loopback(host: str) -> None:
-    result = CliRunner().invoke(cli.app, ["serve", "--host", host, "--port", "1"])
+def test_serve_refuses_noauth2_off_loopback(
+    host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Were it not refused, it would fail to bind (no such port), not serve.
+    monkeypatch.setenv("PLACEMENT_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path}/p.sqlite")
+    result = CliRunner().invoke(cli.app, ["serve", "--host", host, "--port", "70000"])
     assert result.exit_code == 2
     assert "PLACEMENT_ALLOW_INSECURE_NOAUTH" in result.output
 

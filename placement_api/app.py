@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from placement_api import errors, microversion
 from placement_api.auth import KEYSTONE, Authenticator, NoAuth2Authenticator
-from placement_api.db.engine import create_engine
+from placement_api.db.engine import engine_for
 from placement_api.db.session import make_session_factory, unit_of_work
 from placement_api.deps import Services
 from placement_api.domain.standard_names import sync_standard_names
@@ -25,6 +25,7 @@ from placement_api.keystone import KeystoneAuthenticator
 from placement_api.middleware import PlacementRequestMiddleware
 from placement_api.policy import Policy
 from placement_api.rendering import error_response
+from placement_api.request_limits import RequestLimitsMiddleware
 from placement_api.routers import ROUTERS
 from placement_api.settings import Settings, get_settings
 
@@ -73,7 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = create_engine(settings.database_url, pool_size=settings.database_pool_size)
+        engine = engine_for(settings)
         factory = make_session_factory(engine)
         async with unit_of_work(factory, write=True) as session:
             await sync_standard_names(session)
@@ -119,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     _install_error_handlers(app)
+    app.add_middleware(RequestLimitsMiddleware, settings=settings)
     app.add_middleware(PlacementRequestMiddleware)
     if settings.cors_allowed_origins:
         app.add_middleware(

@@ -92,6 +92,14 @@ class UnsupportedMediaType(PlacementError):
     status = 415
 
 
+class PayloadTooLarge(PlacementError):
+    status = 413
+
+
+class UriTooLong(PlacementError):
+    status = 414
+
+
 class ServiceUnavailable(PlacementError):
     status = 503
 

@@ -33,8 +33,17 @@ class Settings(BaseSettings):
         default=10,
         ge=1,
         description=(
-            "PostgreSQL connections each worker keeps (as many again may open under load); a "
-            "candidates request reads summaries ahead on a second one only while fewer are in use."
+            "PostgreSQL connections each worker keeps open; requests beyond them queue for one "
+            "(database_pool_timeout) rather than open extra sessions. A candidates request "
+            "reads summaries ahead on a second one only while fewer are in use."
+        ),
+    )
+    database_max_overflow: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "Extra PostgreSQL connections a worker may open past database_pool_size under load; "
+            "each is closed when returned, so a busy server churns sessions."
         ),
     )
     auth_strategy: Literal["noauth2", "keystone"] = Field(
@@ -93,6 +102,111 @@ class Settings(BaseSettings):
     )
     max_allocation_candidates: int = Field(
         default=-1, description="Cap on candidates generated per request; -1 means no cap."
+    )
+
+    # Limits on what one request may ask of the server (issue: hostile input).
+    max_body_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body accepted, in bytes; a larger one is a 413.",
+    )
+    max_header_bytes: int = Field(
+        default=32 * 1024,
+        ge=1024,
+        description="Largest request line plus headers accepted, in bytes; more is a 431.",
+    )
+    max_query_length: int = Field(
+        default=16 * 1024,
+        ge=256,
+        description="Longest query string accepted, in bytes; a longer one is a 414.",
+    )
+    max_consumers_per_write: int = Field(
+        default=1000,
+        ge=1,
+        description="Most consumers one POST /allocations or POST /reshaper may write (413).",
+    )
+    max_providers_per_write: int = Field(
+        default=1000,
+        ge=1,
+        description=(
+            "Most resource providers one consumer's allocations, or one reshape's "
+            "inventories, may name (413)."
+        ),
+    )
+    # Time limits, in seconds.
+    header_read_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Time a client has to send a request's line and headers, from the connection's "
+            "start or its first byte; then it gets a 408 and is closed."
+        ),
+    )
+    body_read_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="Time a client has to send a request's whole body after its headers (408).",
+    )
+    keep_alive_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        description="Idle time after which a keep-alive connection is closed.",
+    )
+    request_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "Deadline of one request once read: past it the request's database work is "
+            "cancelled and rolled back, and the client gets a 503."
+        ),
+    )
+    graceful_shutdown_timeout: float = Field(
+        default=30.0,
+        ge=0,
+        description=(
+            "On SIGTERM, how long requests under way may run before they are cancelled "
+            "(and their transactions rolled back)."
+        ),
+    )
+    # The database's own limits.
+    database_statement_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "Longest one SQL statement may run (PostgreSQL statement_timeout, and the "
+            "client-side wait for any answer); past it the request is a 503."
+        ),
+    )
+    database_lock_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Longest a statement waits for a row or table lock (PostgreSQL lock_timeout), or a "
+            "write for SQLite's write lock (its busy timeout); past it the request is a 503."
+        ),
+    )
+    database_connect_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        description="Longest opening one database connection may take.",
+    )
+    database_pool_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="Longest a request waits for a free pooled connection before a 503.",
+    )
+    database_wait_timeout: float = Field(
+        default=60.0,
+        ge=0,
+        description=(
+            "At start-up, how long `serve` waits for the database to answer (and be current) "
+            "before giving up."
+        ),
+    )
+    retry_after: int = Field(
+        default=2,
+        ge=0,
+        description="Seconds sent in Retry-After with a 503 when the database is unavailable.",
     )
 
     @field_validator("cors_allowed_origins", "cors_allow_headers", mode="before")

@@ -1,7 +1,7 @@
 """Engine construction, with the SQLite settings that make it safe to share.
 
 SQLite gets WAL (readers never block the writer), enforced foreign keys, a
-busy timeout, and ``BEGIN IMMEDIATE`` for write transactions: a deferred
+busy timeout (the lock timeout setting), and ``BEGIN IMMEDIATE`` for write transactions: a deferred
 transaction that reads and then writes can fail to upgrade its lock when
 another writer got there first, while an immediate one queues for the
 write lock up front.
@@ -9,49 +9,131 @@ write lock up front.
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util import await_
 
+if TYPE_CHECKING:
+    from placement_api.settings import Settings
+
 WRITE_OPTION = "placement_write"
-SQLITE_BUSY_TIMEOUT_MS = 30_000
+# A client-side wait a little past the server's statement_timeout, so that
+# PostgreSQL cancels a slow statement itself (the connection stays usable)
+# and the client gives up only on a server that does not answer at all.
+CLIENT_TIMEOUT_MARGIN = 2.0
+
+
+@dataclass(frozen=True)
+class WriteQueue:
+    """SQLite's writers in one process, queued in arrival order (see
+    ``placement_api.db.session``), and how long one may wait."""
+
+    lock: asyncio.Lock
+    timeout: float
+
+
+_WRITE_QUEUES: weakref.WeakKeyDictionary[Engine, WriteQueue] = weakref.WeakKeyDictionary()
+
+
+def write_queue(engine: AsyncEngine) -> WriteQueue | None:
+    """The engine's write queue: SQLite engines have one, PostgreSQL's none."""
+    return _WRITE_QUEUES.get(engine.sync_engine)
+
+
+@dataclass(frozen=True)
+class DatabaseLimits:
+    """How long the database may take: see the ``database_*`` settings."""
+
+    statement_timeout: float = 30.0
+    lock_timeout: float = 10.0
+    connect_timeout: float = 5.0
+    pool_timeout: float = 10.0
+
+    @classmethod
+    def of(cls, settings: Settings) -> DatabaseLimits:
+        return cls(
+            statement_timeout=settings.database_statement_timeout,
+            lock_timeout=settings.database_lock_timeout,
+            connect_timeout=settings.database_connect_timeout,
+            pool_timeout=settings.database_pool_timeout,
+        )
 
 
 def is_sqlite_url(url: str) -> bool:
     return url.startswith("sqlite")
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+def create_engine(
+    url: str,
+    *,
+    pool_size: int = 10,
+    max_overflow: int = 0,
+    limits: DatabaseLimits | None = None,
+) -> AsyncEngine:
+    limits = limits or DatabaseLimits()
     if is_sqlite_url(url):
-        engine = create_async_engine(url, poolclass=NullPool)
-        _configure_sqlite(engine)
+        engine = create_async_engine(
+            url, poolclass=NullPool, connect_args={"timeout": limits.lock_timeout}
+        )
+        _configure_sqlite(engine, limits)
+        _WRITE_QUEUES[engine.sync_engine] = WriteQueue(asyncio.Lock(), limits.lock_timeout)
         return engine
-    engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size)
-    _ping_on_checkout(engine)
+    # A fixed set of connections kept open (max_overflow 0 by default):
+    # requests past it wait for one, instead of each opening and closing a
+    # PostgreSQL session, which costs more than the request.
+    engine = create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_timeout=limits.pool_timeout,
+        connect_args={
+            "timeout": limits.connect_timeout,
+            "command_timeout": limits.statement_timeout + CLIENT_TIMEOUT_MARGIN,
+            "server_settings": {
+                "statement_timeout": str(round(limits.statement_timeout * 1000)),
+                "lock_timeout": str(round(limits.lock_timeout * 1000)),
+            },
+        },
+    )
+    _ping_on_checkout(engine, limits.connect_timeout)
     return engine
 
 
-def _ping_on_checkout(engine: AsyncEngine) -> None:
+def engine_for(settings: Settings) -> AsyncEngine:
+    """The engine the service runs on, with every limit its settings give."""
+    return create_engine(
+        settings.database_url,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+        limits=DatabaseLimits.of(settings),
+    )
+
+
+def _ping_on_checkout(engine: AsyncEngine, timeout: float) -> None:
     """Try each pooled connection with one round trip before it is used, and
     replace it when the server has gone (a restart, a failover): the pool
     discards a connection whose checkout raises ``DisconnectionError`` and
     takes another. (SQLAlchemy's own pre-ping wraps its ping in BEGIN and
-    ROLLBACK, for pgbouncer: three round trips on every request.)"""
+    ROLLBACK, for pgbouncer: three round trips on every request.) A server
+    that does not answer within ``timeout`` counts as gone."""
 
     @event.listens_for(engine.sync_engine, "checkout")
     def _ping(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         try:
-            await_(dbapi_connection.driver_connection.fetchrow(";"))
+            await_(dbapi_connection.driver_connection.fetchrow(";", timeout=timeout))
         except Exception as exc:
             raise DisconnectionError(f"connection lost: {exc}") from exc
 
 
-def _configure_sqlite(engine: AsyncEngine) -> None:
+def _configure_sqlite(engine: AsyncEngine, limits: DatabaseLimits) -> None:
     sync_engine = engine.sync_engine
 
     @event.listens_for(sync_engine, "connect")
@@ -59,9 +141,10 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         # Let SQLAlchemy, not the driver, decide when transactions begin.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
+        # First: switching to WAL takes a lock, which may have to wait.
+        cursor.execute(f"PRAGMA busy_timeout={round(limits.lock_timeout * 1000)}")
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 

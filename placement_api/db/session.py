@@ -3,16 +3,25 @@
 ``unit_of_work`` commits when the request's handler returns and rolls back
 when it raises, so domain functions never commit. Write requests open their
 transaction in write mode (``BEGIN IMMEDIATE`` on SQLite).
+
+SQLite takes one writer at a time. Within a process, writers queue on an
+asyncio lock per engine, in arrival order, without holding a connection
+(SQLite's own busy wait polls, and lets a late writer overtake); the busy
+timeout then only arbitrates between worker processes. A writer that cannot
+have the lock within the lock timeout gets ``sqlalchemy.exc.TimeoutError``,
+which the service answers with a 503.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from placement_api.db.engine import WRITE_OPTION
+from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
 
 SessionFactory = async_sessionmaker[AsyncSession]
 
@@ -22,8 +31,29 @@ def make_session_factory(engine: AsyncEngine) -> SessionFactory:
 
 
 @asynccontextmanager
+async def _write_turn(queue: WriteQueue) -> AsyncIterator[None]:
+    try:
+        async with asyncio.timeout(queue.timeout):
+            await queue.lock.acquire()
+    except TimeoutError:
+        raise PoolTimeoutError(
+            f"SQLite: other writes held the database for more than {queue.timeout:g}s"
+        ) from None
+    try:
+        yield
+    finally:
+        queue.lock.release()
+
+
+def _turn_for(factory: SessionFactory, write: bool) -> AbstractAsyncContextManager[None]:
+    engine = factory.kw.get("bind")
+    queue = write_queue(engine) if write and isinstance(engine, AsyncEngine) else None
+    return _write_turn(queue) if queue is not None else nullcontext()
+
+
+@asynccontextmanager
 async def unit_of_work(factory: SessionFactory, *, write: bool) -> AsyncIterator[AsyncSession]:
-    async with factory() as session:
+    async with _turn_for(factory, write), factory() as session:
         await session.connection(execution_options={WRITE_OPTION: write})
         try:
             yield session

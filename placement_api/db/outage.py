@@ -1,0 +1,66 @@
+"""Telling a database that is down or too slow from a bug.
+
+Such errors come from several layers (the pool, SQLAlchemy's wrappers, the
+drivers, the socket), often one wrapped in another; the request gets a 503
+when any error in the chain says the database could not answer in time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import asyncpg
+from sqlalchemy import exc as sa_exc
+
+# Errors that mean "could not reach, or could not wait for, the database".
+_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    sa_exc.TimeoutError,  # the pool had no connection to give in time
+    sa_exc.DisconnectionError,
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    asyncpg.PostgresConnectionError,  # class 08: connection failures
+    asyncpg.CannotConnectNowError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.InterfaceError,
+    asyncpg.QueryCanceledError,  # statement_timeout, or a cancel request
+    asyncpg.LockNotAvailableError,  # lock_timeout
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.TooManyConnectionsError,
+    ConnectionError,
+    TimeoutError,
+)
+
+_SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
+
+UNAVAILABLE_DETAIL = "The database is unavailable or too slow to answer; retry later."
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error``, what it wraps (``orig``) and what caused it, each once."""
+    found: list[BaseException] = []
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or any(current is seen for seen in found):
+            continue
+        found.append(current)
+        orig = getattr(current, "orig", None)
+        pending += [
+            orig if isinstance(orig, BaseException) else None,
+            current.__cause__,
+            current.__context__,
+        ]
+    return found
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """True when ``error`` says the database is unreachable, gone or too slow
+    (a timeout, a lost connection, SQLite's write lock not obtained)."""
+    chain = _chain(error)
+    sqlite_errors = [link for link in chain if isinstance(link, sqlite3.Error)]
+    if sqlite_errors:
+        # SQLite reports a missing table or a read-only file as an
+        # OperationalError too: only a lock not obtained is an outage.
+        return any(text in str(link) for link in sqlite_errors for text in _SQLITE_BUSY)
+    return any(isinstance(link, _UNAVAILABLE) for link in chain)

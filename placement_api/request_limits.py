@@ -1,0 +1,184 @@
+"""ASGI middleware bounding what one request may cost, and answering for the
+database when it cannot.
+
+- A query string or a declared body past its limit is refused before the
+  application runs (414, 413); a chunked body is counted as it arrives and
+  refused (413) once past the limit, without reading further.
+- Each request runs under a deadline; past it, it is cancelled (its
+  transaction rolled back) and answered with a 503.
+- The body is read, and then the connection watched, by a task of its own:
+  when the client goes away, the request is cancelled at once, so its
+  database work stops and is rolled back rather than finishing for no one.
+- An error that says the database is down or too slow is a 503 with
+  ``Retry-After``, whichever layer raised it.
+
+Every refusal of an unread body closes the connection (``Connection:
+close``): what the client still sends is never read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from placement_api import errors
+from placement_api.db.outage import UNAVAILABLE_DETAIL, is_unavailable
+from placement_api.rendering import error_response
+from placement_api.settings import Settings
+
+LOG = logging.getLogger(__name__)
+CLOSE = {"Connection": "close"}
+
+
+def body_too_large(limit: int) -> errors.PayloadTooLarge:
+    return errors.PayloadTooLarge(
+        f"The request body is larger than {limit} bytes, the most this service accepts.",
+        headers=CLOSE,
+    )
+
+
+@dataclass
+class _Exchange:
+    """One request's body and connection, read by the pump task; the
+    application reads the body from it."""
+
+    receive_raw: Receive
+    limit: int
+    app_task: asyncio.Task[None] | None = None
+    pending: list[Message] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    received: int = 0
+    too_large: bool = False
+    disconnected: bool = False
+    response_started: bool = False
+    response_complete: bool = False
+
+    async def pump(self) -> None:
+        while True:
+            message = await self.receive_raw()
+            if message["type"] == "http.disconnect":
+                self.disconnected = True
+                self.arrived.set()
+                if not self.response_complete and self.app_task is not None:
+                    self.app_task.cancel()
+                return
+            self.received += len(message.get("body", b""))
+            if self.received > self.limit:
+                # Stop reading: the transport pauses, nothing more is buffered.
+                self.too_large = True
+                self.arrived.set()
+                return
+            self.pending.append(message)
+            self.arrived.set()
+
+    async def receive(self) -> Message:
+        while not self.pending:
+            if self.too_large:
+                raise body_too_large(self.limit)
+            if self.disconnected:
+                return {"type": "http.disconnect"}
+            self.arrived.clear()
+            await self.arrived.wait()
+        return self.pending.pop(0)
+
+    def watch(self, send: Send) -> Send:
+        async def send_watched(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.response_started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                self.response_complete = True
+            await send(message)
+
+        return send_watched
+
+
+class RequestLimitsMiddleware:
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            await self._respond(scope, send, refusal)
+            return
+        exchange = _Exchange(receive, self.settings.max_body_bytes)
+        watched = exchange.watch(send)
+        try:
+            timed_out = await self._run(scope, exchange, watched)
+        except Exception as exc:
+            if exchange.response_started or not is_unavailable(exc):
+                raise
+            LOG.warning("database unavailable: %s %s: %s", scope["method"], scope["path"], exc)
+            await self._respond(scope, watched, self._unavailable(UNAVAILABLE_DETAIL))
+            return
+        if timed_out and not exchange.response_started:
+            detail = (
+                f"The request did not finish within {self.settings.request_timeout:g}s and "
+                "was cancelled; retry later."
+            )
+            await self._respond(scope, watched, self._unavailable(detail))
+
+    async def _run(self, scope: Scope, exchange: _Exchange, send: Send) -> bool:
+        """Run the application; True when its deadline cancelled it."""
+        app_task = asyncio.ensure_future(self.app(scope, exchange.receive, send))
+        exchange.app_task = app_task
+        pump = asyncio.ensure_future(exchange.pump())
+        try:
+            done, _ = await asyncio.wait({app_task}, timeout=self.settings.request_timeout)
+            if not done:
+                app_task.cancel()
+            try:
+                await app_task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+                # Cancelled by the deadline, or because the client went
+                # away (then nobody is left to answer).
+                return not exchange.disconnected
+            return False
+        finally:
+            pump.cancel()
+            if not app_task.done():
+                # This request itself was cancelled (a shutdown past its drain time).
+                app_task.cancel()
+                with contextlib.suppress(BaseException):
+                    await app_task
+
+    def _refusal(self, scope: Scope) -> errors.PlacementError | None:
+        query: bytes = scope.get("query_string", b"")
+        if len(query) > self.settings.max_query_length:
+            return errors.UriTooLong(
+                f"The query string is {len(query)} bytes long; at most "
+                f"{self.settings.max_query_length} are accepted.",
+            )
+        declared = Headers(scope=scope).get("content-length")
+        limit = self.settings.max_body_bytes
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return body_too_large(limit)
+        return None
+
+    def _unavailable(self, detail: str) -> errors.ServiceUnavailable:
+        return errors.ServiceUnavailable(
+            detail, headers={"Retry-After": str(self.settings.retry_after)}
+        )
+
+    @staticmethod
+    async def _respond(scope: Scope, send: Send, error: errors.PlacementError) -> None:
+        state = scope.get("state", {})
+        accept = Headers(scope=scope).get("accept")
+        response = error_response(error, state.get("request_id", ""), accept)
+
+        async def nothing() -> Message:
+            return {"type": "http.disconnect"}
+
+        await response(scope, nothing, send)

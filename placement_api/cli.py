@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +17,7 @@ from placement_api import cli_migration
 from placement_api.auth import NOAUTH2
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
+from placement_api.db.outage import is_unavailable
 from placement_api.http_protocol import PlacementHttpProtocol
 from placement_api.settings import get_settings
 
@@ -63,18 +65,13 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Serve the API. SQLite databases are migrated first; PostgreSQL must be current."""
+    """Serve the API. SQLite databases are migrated first; PostgreSQL must be current.
+
+    A database that does not answer yet is waited for, up to
+    ``PLACEMENT_DATABASE_WAIT_TIMEOUT`` seconds."""
     _refuse_open_noauth2(host)
-    url = get_settings().database_url
-    if is_sqlite_url(url):
-        _ensure_sqlite_directory(url)
-        migrations.upgrade(url)
-    elif not migrations.is_up_to_date(url):
-        console.print(
-            "[red]The database schema is not current.[/red] "
-            "Run `placement-api db upgrade` before starting the service."
-        )
-        raise typer.Exit(code=2)
+    settings = get_settings()
+    _wait_for_database(settings.database_url, settings.database_wait_timeout)
     uvicorn.run(
         "placement_api.app:create_app",
         factory=True,
@@ -83,7 +80,34 @@ def serve(
         workers=workers,
         log_level=log_level,
         http=PlacementHttpProtocol,
+        timeout_keep_alive=settings.keep_alive_timeout,
+        timeout_graceful_shutdown=settings.graceful_shutdown_timeout,
     )
+
+
+def _wait_for_database(url: str, timeout: float) -> None:
+    """Migrate SQLite, or check PostgreSQL's schema is current, retrying while
+    the database cannot be reached; exit when it is out of date or still
+    unreachable after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if is_sqlite_url(url):
+                _ensure_sqlite_directory(url)
+                migrations.upgrade(url)
+                return
+            if migrations.is_up_to_date(url):
+                return
+            console.print(
+                "[red]The database schema is not current.[/red] "
+                "Run `placement-api db upgrade` before starting the service."
+            )
+            raise typer.Exit(code=2)
+        except Exception as exc:
+            if not is_unavailable(exc) or time.monotonic() >= deadline:
+                raise
+            console.print(f"Waiting for the database: {exc}")
+            time.sleep(1)
 
 
 @db_app.command("upgrade")

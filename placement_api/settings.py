@@ -147,10 +147,10 @@ class Settings(BaseSettings):
         gt=0,
         description="Time a client has to send a request's whole body after its headers (408).",
     )
-    keep_alive_timeout: float = Field(
-        default=5.0,
-        gt=0,
-        description="Idle time after which a keep-alive connection is closed.",
+    keep_alive_timeout: int = Field(
+        default=5,
+        ge=1,
+        description="Idle seconds after which a keep-alive connection is closed.",
     )
     request_timeout: float = Field(
         default=60.0,
@@ -160,8 +160,8 @@ class Settings(BaseSettings):
             "cancelled and rolled back, and the client gets a 503."
         ),
     )
-    graceful_shutdown_timeout: float = Field(
-        default=30.0,
+    graceful_shutdown_timeout: int = Field(
+        default=30,
         ge=0,
         description=(
             "On SIGTERM, how long requests under way may run before they are cancelled "

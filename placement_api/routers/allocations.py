@@ -19,6 +19,7 @@ from placement_api.policies import allocation as policies
 from placement_api.querystring import is_uuid
 from placement_api.rendering import json_response
 from placement_api.schemas import allocations as schemas
+from placement_api.schemas import write_limits
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body
 
@@ -126,7 +127,9 @@ async def show_allocations(consumer_uuid: str, api: ApiDep, db: DbDep) -> Respon
 async def replace_allocations(consumer_uuid: str, api: ApiDep, db: DbDep) -> Response:
     api.authorize(policies.UPDATE)
     uuid = parse_consumer_uuid(consumer_uuid)
-    body = load_body(schemas.put_schema(api.version), await api.body())
+    raw = await api.body()
+    write_limits.check_consumer_allocations(raw, api.settings)
+    body = load_body(schemas.put_schema(api.version), raw)
     claim = to_claim(uuid, body)
     async with db.write() as session:
         await claims.replace_allocations(
@@ -160,7 +163,9 @@ async def delete_allocations(consumer_uuid: str, api: ApiDep, db: DbDep) -> Resp
 async def manage_allocations(api: ApiDep, db: DbDep) -> Response:
     api.require("allocations_post")
     api.authorize(policies.MANAGE)
-    body = load_body(schemas.post_schema(api.version), await api.body())
+    raw = await api.body()
+    write_limits.check_consumers(raw, api.settings)
+    body = load_body(schemas.post_schema(api.version), raw)
     batch = [to_claim(parse_consumer_uuid(uuid), consumer) for uuid, consumer in body.root.items()]
     async with db.write() as session:
         await claims.replace_allocations(session, batch, failure="Unable to allocate inventory")

@@ -12,6 +12,7 @@ from placement_api.domain.reshaper import InventoryReshape
 from placement_api.policies import reshaper as policies
 from placement_api.routers.allocations import parse_consumer_uuid, to_claim
 from placement_api.schemas import reshaper as schemas
+from placement_api.schemas import write_limits
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body
 
@@ -32,7 +33,9 @@ router = APIRouter(tags=["reshaper"])
 async def reshape(api: ApiDep, db: DbDep) -> Response:
     api.require("reshaper")
     api.authorize(policies.RESHAPE)
-    body = load_body(schemas.reshape_schema(api.version), await api.body())
+    raw = await api.body()
+    write_limits.check_reshape(raw, api.settings)
+    body = load_body(schemas.reshape_schema(api.version), raw)
     inventories = [
         InventoryReshape(
             uuid=normalize_uuid(uuid),

@@ -117,7 +117,8 @@ class RequestLimitsMiddleware:
         except Exception as exc:
             if exchange.response_started or not is_unavailable(exc):
                 raise
-            LOG.warning("database unavailable: %s %s: %s", scope["method"], scope["path"], exc)
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            LOG.warning("database unavailable: %s %s: %s", scope["method"], scope["path"], reason)
             await self._respond(scope, watched, self._unavailable(UNAVAILABLE_DETAIL))
             return
         if timed_out and not exchange.response_started:

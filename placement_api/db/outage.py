@@ -27,6 +27,9 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
     asyncpg.AdminShutdownError,
     asyncpg.CrashShutdownError,
     asyncpg.TooManyConnectionsError,
+    # A connection whose last operation a lost server interrupted refuses
+    # the next ("another operation is in progress"); the pool replaces it.
+    asyncpg.InternalClientError,
     ConnectionError,
     TimeoutError,
 )

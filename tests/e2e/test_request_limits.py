@@ -18,7 +18,7 @@ import pytest
 from tests.support.server import LiveServer, live_server
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
-LIMITS = {
+LIMITS: dict[str, Any] = {
     "PLACEMENT_HEADER_READ_TIMEOUT": "1",
     "PLACEMENT_BODY_READ_TIMEOUT": "1",
     "PLACEMENT_KEEP_ALIVE_TIMEOUT": "1",
@@ -177,7 +177,7 @@ def test_a_chunked_body_past_the_limit_gets_a_413_without_being_read_whole(
 
 
 def test_too_many_consumers_in_one_write_get_a_413(server: LiveServer) -> None:
-    consumers = {
+    consumers: dict[str, Any] = {
         str(uuid.uuid4()): {
             "allocations": {},
             "project_id": "p",

@@ -6,10 +6,12 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import IO
 
 import httpx
 
@@ -26,12 +28,21 @@ class LiveServer:
     url: str
     port: int
     process: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+    def log_text(self) -> str:
+        """What the server logged so far."""
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
 
 
 @contextmanager
 def live_server(database_url: str, *, workers: int = 1, **env: str) -> Iterator[LiveServer]:
     port = free_port()
     environment = dict(os.environ, PLACEMENT_DATABASE_URL=database_url, **env)
+    # A file, not a pipe: a server that logs more than a pipe holds would
+    # block on its next line when nobody reads it.
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server, closed below
     process = subprocess.Popen(
         [
             sys.executable,
@@ -47,12 +58,12 @@ def live_server(database_url: str, *, workers: int = 1, **env: str) -> Iterator[
         ],
         env=environment,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_until_up(url, process)
-        yield LiveServer(url=url, port=port, process=process)
+        _wait_until_up(url, process, log)
+        yield LiveServer(url=url, port=port, process=process, log=log)
     finally:
         process.terminate()
         try:
@@ -60,13 +71,17 @@ def live_server(database_url: str, *, workers: int = 1, **env: str) -> Iterator[
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        log.close()
 
 
-def _wait_until_up(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+def _wait_until_up(
+    url: str, process: subprocess.Popen[bytes], log: IO[bytes], timeout: float = 60
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            stderr = process.stderr.read().decode() if process.stderr else ""
+            log.seek(0)
+            stderr = log.read().decode(errors="replace")
             raise RuntimeError(f"server exited with {process.returncode}: {stderr[-2000:]}")
         try:
             if httpx.get(f"{url}/", timeout=1).status_code == 200:

@@ -10,7 +10,7 @@ export PLACEMENT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/var/placement.sql
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/bootstrap.sh
+$(STAMP): pyproject.toml requirements.lock scripts/bootstrap.sh
 	./scripts/bootstrap.sh
 	@touch $(STAMP)
 

@@ -21,4 +21,6 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e '.[agent,dev]'
+# requirements.lock pins every package: installs are reproducible, and an
+# upgrade of what the fast paths rely on is a deliberate change.
+.venv/bin/python -m pip install -q -c requirements.lock -e '.[agent,dev]'

@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, list[str]] = {
         "--shared",
     ],
     "keystone": [str(HERE / "keystone_bench.py")],
+    "writers": [str(HERE / "writers_bench.py")],
 }
 
 

@@ -10,6 +10,7 @@ that stopping and freezing it disturbs nobody else.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -273,3 +274,20 @@ def test_frozen_postgresql_gives_503s_within_the_deadline_then_service_again(
     traffic, moments = asyncio.run(_with_traffic(server, pairs, Outage(cluster, frozen=True)))
     _check_outage_answers(server, traffic, moments, bound=REQUEST_TIMEOUT + 1.0)
     _check_consistency(server, pairs, traffic)
+
+
+def test_serve_waits_for_a_database_that_is_not_up_yet(cluster: PrivateCluster) -> None:
+    cluster.stop()
+    starter = threading.Timer(3.0, cluster.start)
+    starter.start()
+    try:
+        began = time.monotonic()
+        with live_server(cluster.url("placement"), PLACEMENT_DATABASE_WAIT_TIMEOUT="30") as server:
+            waited = time.monotonic() - began
+            response = httpx.get(f"{server.url}/resource_providers", headers=HEADERS)
+            log = server.log_text()
+    finally:
+        starter.join()
+    assert response.status_code == 200
+    assert waited >= 3.0
+    assert "Waiting for the database" in log

@@ -31,9 +31,10 @@ class LiveServer:
     log: IO[bytes]
 
     def log_text(self) -> str:
-        """What the server logged so far."""
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
+        """What the server logged so far (read without moving the file's
+        offset, which the server's writes share)."""
+        descriptor = self.log.fileno()
+        return os.pread(descriptor, os.fstat(descriptor).st_size, 0).decode(errors="replace")
 
 
 @contextmanager
@@ -80,8 +81,8 @@ def _wait_until_up(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            log.seek(0)
-            stderr = log.read().decode(errors="replace")
+            size = os.fstat(log.fileno()).st_size
+            stderr = os.pread(log.fileno(), size, 0).decode(errors="replace")
             raise RuntimeError(f"server exited with {process.returncode}: {stderr[-2000:]}")
         try:
             if httpx.get(f"{url}/", timeout=1).status_code == 200:

@@ -57,6 +57,8 @@ class _Exchange:
     disconnected: bool = False
     response_started: bool = False
     response_complete: bool = False
+    # Set once the middleware answers instead: the application's late sends are dropped.
+    silenced: bool = False
 
     async def pump(self) -> None:
         while True:
@@ -88,6 +90,8 @@ class _Exchange:
 
     def watch(self, send: Send) -> Send:
         async def send_watched(message: Message) -> None:
+            if self.silenced:
+                return
             if message["type"] == "http.response.start":
                 self.response_started = True
             elif message["type"] == "http.response.body" and not message.get("more_body"):
@@ -111,49 +115,46 @@ class RequestLimitsMiddleware:
             await self._respond(scope, send, refusal)
             return
         exchange = _Exchange(receive, self.settings.max_body_bytes)
-        watched = exchange.watch(send)
+        app_task = asyncio.ensure_future(self.app(scope, exchange.receive, exchange.watch(send)))
+        exchange.app_task = app_task
+        pump = asyncio.ensure_future(exchange.pump())
         try:
-            timed_out = await self._run(scope, exchange, watched)
+            await self._answer(scope, exchange, app_task, send)
+        finally:
+            pump.cancel()
+            if not app_task.done():
+                app_task.cancel()
+            # A cancelled request's rollback may wait for the database (a
+            # frozen server, SQLite's busy wait); its answer is sent already.
+            with contextlib.suppress(BaseException):
+                await app_task
+
+    async def _answer(
+        self, scope: Scope, exchange: _Exchange, app_task: asyncio.Task[None], send: Send
+    ) -> None:
+        """Wait for the application within the deadline; answer for it when
+        it ran out of time or found the database unavailable."""
+        done, _ = await asyncio.wait({app_task}, timeout=self.settings.request_timeout)
+        if not done:
+            app_task.cancel()
+            exchange.silenced = True
+            if not exchange.response_started:
+                detail = (
+                    f"The request did not finish within {self.settings.request_timeout:g}s "
+                    "and was cancelled; retry later."
+                )
+                await self._respond(scope, send, self._unavailable(detail))
+            return
+        try:
+            app_task.result()
+        except asyncio.CancelledError:
+            return  # its client went away: nobody is left to answer
         except Exception as exc:
             if exchange.response_started or not is_unavailable(exc):
                 raise
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             LOG.warning("database unavailable: %s %s: %s", scope["method"], scope["path"], reason)
-            await self._respond(scope, watched, self._unavailable(UNAVAILABLE_DETAIL))
-            return
-        if timed_out and not exchange.response_started:
-            detail = (
-                f"The request did not finish within {self.settings.request_timeout:g}s and "
-                "was cancelled; retry later."
-            )
-            await self._respond(scope, watched, self._unavailable(detail))
-
-    async def _run(self, scope: Scope, exchange: _Exchange, send: Send) -> bool:
-        """Run the application; True when its deadline cancelled it."""
-        app_task = asyncio.ensure_future(self.app(scope, exchange.receive, send))
-        exchange.app_task = app_task
-        pump = asyncio.ensure_future(exchange.pump())
-        try:
-            done, _ = await asyncio.wait({app_task}, timeout=self.settings.request_timeout)
-            if not done:
-                app_task.cancel()
-            try:
-                await app_task
-            except asyncio.CancelledError:
-                current = asyncio.current_task()
-                if current is not None and current.cancelling():
-                    raise
-                # Cancelled by the deadline, or because the client went
-                # away (then nobody is left to answer).
-                return not exchange.disconnected
-            return False
-        finally:
-            pump.cancel()
-            if not app_task.done():
-                # This request itself was cancelled (a shutdown past its drain time).
-                app_task.cancel()
-                with contextlib.suppress(BaseException):
-                    await app_task
+            await self._respond(scope, send, self._unavailable(UNAVAILABLE_DETAIL))
 
     def _refusal(self, scope: Scope) -> errors.PlacementError | None:
         query: bytes = scope.get("query_string", b"")

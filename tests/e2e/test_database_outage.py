@@ -10,11 +10,15 @@ that stopping and freezing it disturbs nobody else.
 from __future__ import annotations
 
 import asyncio
-import threading
+import contextlib
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -24,7 +28,7 @@ import pytest
 from placement_api.db import migrations
 from tests.support.databases import BACKENDS
 from tests.support.pg_cluster import PrivateCluster, private_cluster, server_binaries
-from tests.support.server import LiveServer, live_server
+from tests.support.server import LiveServer, free_port, live_server
 
 pytestmark = [
     pytest.mark.skipif(
@@ -276,18 +280,38 @@ def test_frozen_postgresql_gives_503s_within_the_deadline_then_service_again(
     _check_consistency(server, pairs, traffic)
 
 
-def test_serve_waits_for_a_database_that_is_not_up_yet(cluster: PrivateCluster) -> None:
+def test_serve_waits_for_a_database_that_is_not_up_yet(
+    cluster: PrivateCluster, tmp_path: Path
+) -> None:
     cluster.stop()
-    starter = threading.Timer(3.0, cluster.start)
-    starter.start()
+    port = free_port()
+    log = tmp_path / "serve.log"
+    environment = dict(
+        os.environ,
+        PLACEMENT_DATABASE_URL=cluster.url("placement"),
+        PLACEMENT_DATABASE_WAIT_TIMEOUT="60",
+    )
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "placement_api", "serve", "--port", str(port)],
+            env=environment, stdout=output, stderr=subprocess.STDOUT,
+        )  # fmt: skip
     try:
-        began = time.monotonic()
-        with live_server(cluster.url("placement"), PLACEMENT_DATABASE_WAIT_TIMEOUT="30") as server:
-            waited = time.monotonic() - began
-            response = httpx.get(f"{server.url}/resource_providers", headers=HEADERS)
-            log = server.log_text()
+        deadline = time.monotonic() + 60
+        while "Waiting for the database" not in log.read_text():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        cluster.start()
+        url = f"http://127.0.0.1:{port}"
+        while True:
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            with contextlib.suppress(httpx.HTTPError):
+                response = httpx.get(f"{url}/resource_providers", headers=HEADERS, timeout=2)
+                break
+            time.sleep(0.2)
     finally:
-        starter.join()
+        process.terminate()
+        process.wait(timeout=30)
     assert response.status_code == 200
-    assert waited >= 3.0
-    assert "Waiting for the database" in log

@@ -39,7 +39,7 @@ app = typer.Typer(
     add_completion=False,
     invoke_without_command=True,
 )
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 log = logging.getLogger("agent")
 
 ApiUrl = Annotated[

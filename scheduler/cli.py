@@ -25,7 +25,7 @@ from scheduler.spec import ScheduleRequest
 
 app = typer.Typer(help="Placement scheduler service.", no_args_is_help=True, add_completion=False)
 console = Console()
-errors = Console(stderr=True)
+errors = Console(stderr=True, soft_wrap=True)
 
 UrlOption = Annotated[
     str, typer.Option("--url", envvar="PLACEMENT_SCHEDULER_URL", help="Scheduler service URL.")

@@ -12,7 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.auth import Authenticator, RequestContext
+from placement_api.change_feed import ChangeFeed, ChangeSignal
 from placement_api.db.session import SessionFactory, unit_of_work
+from placement_api.domain import changes
 from placement_api.microversion import Version
 from placement_api.policy import Policy
 from placement_api.schemas.validation import decode_json
@@ -29,11 +31,13 @@ class Services:
     session_factory: SessionFactory
     policy: Policy
     authenticator: Authenticator
+    change_feed: ChangeFeed
 
 
 @dataclass(frozen=True)
 class Database:
     session_factory: SessionFactory
+    change_signal: ChangeSignal
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -44,6 +48,9 @@ class Database:
     async def write(self) -> AsyncIterator[AsyncSession]:
         async with unit_of_work(self.session_factory, write=True) as session:
             yield session
+        if changes.committed_index(session) is not None:
+            # Wake this process's waiting feed readers now, not at the next poll.
+            self.change_signal.announce()
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,8 @@ async def api_request(request: Request) -> ApiRequest:
 
 
 async def database(request: Request) -> Database:
-    return Database(services(request).session_factory)
+    shared = services(request)
+    return Database(shared.session_factory, shared.change_feed.signal)
 
 
 async def json_body(request: Request) -> Any:

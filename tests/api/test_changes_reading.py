@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from httpx import ASGITransport, AsyncClient
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from placement_api.app import create_app
@@ -203,5 +203,5 @@ async def test_a_change_that_cannot_be_recorded_undoes_its_write(
         assert await latest_index(api) == taken - 1
     finally:
         async with unit_of_work(factory, write=True) as session:
-            await session.execute(Change.__table__.delete().where(Change.id == taken))
+            await session.execute(delete(Change).where(Change.id == taken))
         await engine.dispose()

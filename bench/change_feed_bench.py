@@ -1,0 +1,193 @@
+"""What the change feed costs the write path: claims/s before and after.
+
+    python bench/change_feed_bench.py [--baseline main] [--clients 16] [--seconds 15]
+
+"Before" is the API at git ref ``--baseline`` (a commit without the feed),
+checked out into a temporary worktree; "after" is this tree. Each is served
+by ``placement-api serve`` on a PostgreSQL database of its own, seeded with
+the same providers; then concurrent clients claim (``PUT /allocations/{new
+consumer}``, VCPU:1 on one provider) for a fixed time, the two servers
+taking turns round after round so a busy machine hurts both alike. The
+report gives claims/s per round, the medians, and the feed's cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.candidates_servers import (
+    drop_database,
+    free_port,
+    recreate_database,
+    server_dsn,
+    wait_until_up,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
+ADMIN_DSN = os.environ.get(
+    "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+@dataclass(frozen=True)
+class Served:
+    label: str
+    url: str
+
+
+@contextmanager
+def baseline_tree(ref: str) -> Iterator[Path]:
+    """A detached worktree of ``ref``, removed afterwards."""
+    directory = Path(tempfile.mkdtemp(prefix="placement-feed-baseline-"))
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", str(directory), ref],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield directory
+    finally:
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(directory)], cwd=ROOT, check=False
+        )
+
+
+@contextmanager
+def serve(label: str, tree: Path, workers: int) -> Iterator[Served]:
+    """``placement-api serve`` from ``tree`` on a fresh database."""
+    database = f"placement_bench_feed_{label}_{os.getpid()}"
+    asyncio.run(recreate_database(ADMIN_DSN, database))
+    url = server_dsn(ADMIN_DSN, database).replace("postgresql://", "postgresql+asyncpg://", 1)
+    # The tree's own package comes first on the path (cwd), ahead of the editable install.
+    env = dict(os.environ, PLACEMENT_DATABASE_URL=url, PYTHONPATH=str(tree))
+    command = [sys.executable, "-m", "placement_api"]
+    subprocess.run([*command, "db", "upgrade"], cwd=tree, env=env, check=True)
+    port = free_port()
+    log = Path(tempfile.mkstemp(prefix=f"feed-bench-{label}-", suffix=".log")[1])
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*command, "serve", "--port", str(port), "--workers", str(workers)],
+            cwd=tree,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base_url, process, log)
+        yield Served(label, base_url)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        asyncio.run(drop_database(ADMIN_DSN, database))
+
+
+async def seed(url: str, providers: int) -> list[str]:
+    async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as http:
+        uuids = []
+        for number in range(providers):
+            made = await http.post("/resource_providers", json={"name": f"host-{number}"})
+            made.raise_for_status()
+            uuid_ = made.json()["uuid"]
+            inventory = {
+                "resource_provider_generation": 0,
+                "inventories": {"VCPU": {"total": 10**6}},
+            }
+            response = await http.put(f"/resource_providers/{uuid_}/inventories", json=inventory)
+            response.raise_for_status()
+            uuids.append(uuid_)
+        return uuids
+
+
+async def claim_for(url: str, providers: list[str], clients: int, seconds: float) -> float:
+    """Claims per second of ``clients`` concurrent claimers over ``seconds``."""
+    limits = httpx.Limits(max_connections=clients)
+    async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60, limits=limits) as http:
+        deadline = time.monotonic() + seconds
+        done = 0
+
+        async def claimer(offset: int) -> None:
+            nonlocal done
+            turn = offset
+            while time.monotonic() < deadline:
+                provider = providers[turn % len(providers)]
+                turn += clients
+                body = {
+                    "allocations": {provider: {"resources": {"VCPU": 1}}},
+                    "project_id": "bench",
+                    "user_id": "bench",
+                    "consumer_generation": None,
+                    "consumer_type": "INSTANCE",
+                }
+                response = await http.put(f"/allocations/{uuid.uuid4()}", json=body)
+                if response.status_code != 204:
+                    raise RuntimeError(f"claim refused: {response.status_code} {response.text}")
+                done += 1
+
+        began = time.monotonic()
+        await asyncio.gather(*(claimer(offset) for offset in range(clients)))
+        return done / (time.monotonic() - began)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", default="main", help="git ref of the API without the feed")
+    parser.add_argument("--providers", type=int, default=100)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    return parser.parse_args()
+
+
+def main() -> None:
+    options = parse_args()
+    with ExitStack() as stack:
+        before_tree = stack.enter_context(baseline_tree(options.baseline))
+        servers = [
+            stack.enter_context(serve("before", before_tree, options.workers)),
+            stack.enter_context(serve("after", ROOT, options.workers)),
+        ]
+        providers = {
+            served.label: asyncio.run(seed(served.url, options.providers)) for served in servers
+        }
+        rates: dict[str, list[float]] = {served.label: [] for served in servers}
+        for round_ in range(options.rounds):
+            # Alternate which goes first, so neither always runs on a warmer machine.
+            for served in servers if round_ % 2 == 0 else servers[::-1]:
+                rate = asyncio.run(
+                    claim_for(served.url, providers[served.label], options.clients, options.seconds)
+                )
+                rates[served.label].append(rate)
+                print(f"round {round_ + 1} {served.label:6} {rate:8.1f} claims/s", flush=True)
+    before, after = statistics.median(rates["before"]), statistics.median(rates["after"])
+    print(
+        f"\n| PUT /allocations, {options.clients} clients, {options.workers} workers | claims/s "
+        "(median) | rounds |\n|---|---|---|"
+    )
+    for label, median in (("before (no feed)", before), ("after (feed)", after)):
+        rounds = ", ".join(f"{rate:.0f}" for rate in rates[label.split()[0]])
+        print(f"| {label} | {median:.1f} | {rounds} |")
+    print(f"\nchange feed cost: {100 * (before - after) / before:+.1f}% of claims/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -62,6 +62,7 @@ class LockedConsumer:
 
     ``created``: inserted by this transaction, so it holds no allocations yet
     and its generation and owners are already final.
+    ``generation``: what an existing consumer's was when locked.
     """
 
     uuid: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 
@@ -205,3 +206,62 @@ async def test_a_change_that_cannot_be_recorded_undoes_its_write(
         async with unit_of_work(factory, write=True) as session:
             await session.execute(delete(Change).where(Change.id == taken))
         await engine.dispose()
+
+
+def _events(text: str) -> list[tuple[str, dict[str, object]]]:
+    """(event name, data) of each event of a text/event-stream body."""
+    found = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in fields:
+            found.append((fields["event"], json.loads(fields["data"])))
+    return found
+
+
+@pytest.fixture
+async def short_streams(settings: Settings) -> AsyncIterator[PlacementClient]:
+    """An admin client of an app whose event streams last two seconds."""
+    app = create_app(settings.model_copy(update={"changes_max_wait": 2}))
+    transport = ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        AsyncClient(transport=transport, base_url="http://placement") as http,
+    ):
+        yield PlacementClient(http)
+
+
+async def test_the_feed_streams_as_server_sent_events(short_streams: PlacementClient) -> None:
+    api = short_streams
+    start = await latest_index(api)
+    before = await api.create_provider()
+    stream = asyncio.create_task(
+        api.get(f"/changes?since={start}", headers={"accept": "text/event-stream"})
+    )
+    await asyncio.sleep(0.5)
+    during = await api.create_provider()
+    response = await stream
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert f"id: {start + 2}\n" in response.text
+    assert [(name, data["uuid"]) for name, data in _events(response.text)] == [
+        ("change", before["uuid"]),
+        ("change", during["uuid"]),
+    ]
+    # An EventSource reconnecting sends the last id it saw.
+    resumed = await api.get(
+        "/changes", headers={"accept": "text/event-stream", "last-event-id": str(start + 1)}
+    )
+    assert [data["uuid"] for _, data in _events(resumed.text)] == [during["uuid"]]
+
+
+async def test_a_stream_from_a_pruned_index_is_gone(short_streams: PlacementClient) -> None:
+    beyond = await latest_index(short_streams) + 1
+    response = await short_streams.get(
+        f"/changes?since={beyond}", headers={"accept": "text/event-stream"}
+    )
+    assert response.status_code == 410
+    assert error_code(response) == "placement.changes.gone"
+
+
+async def test_other_media_types_are_not_acceptable(api: PlacementClient) -> None:
+    response = await api.get("/changes", headers={"accept": "text/html"})
+    assert response.status_code == 406

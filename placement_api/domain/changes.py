@@ -17,6 +17,7 @@ successor has been pruned (or that lies beyond the feed) is ``Gone``.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -142,15 +143,18 @@ async def allocations_changed(
     and the usage and generation after of every provider it touched."""
     providers, classes = await _names(session, plan)
     wanted = plan.wanted()
+    slots_of: dict[int, set[Slot]] = defaultdict(set)
+    for row in (*plan.held, *wanted):
+        slots_of[row.consumer_id].add(row.slot)
+    after_of: dict[int, dict[str, dict[str, int]]] = defaultdict(dict)
+    for row in wanted:
+        after = after_of[row.consumer_id].setdefault(providers[row.provider_id], {})
+        after[classes[row.class_id]] = row.used
     for claim in plan.claims:
         consumer = plan.consumers.by_uuid[claim.uuid]
         if consumer.id is None:
             continue
-        slots = {row.slot for row in (*plan.held, *wanted) if row.consumer_id == consumer.id}
-        after: dict[str, dict[str, int]] = {}
-        for row in wanted:
-            if row.consumer_id == consumer.id:
-                after.setdefault(providers[row.provider_id], {})[classes[row.class_id]] = row.used
+        slots = slots_of[consumer.id]
         usages: dict[str, dict[str, int]] = {}
         for provider_id, class_id in sorted(slots):
             usage = usages.setdefault(providers[provider_id], {})
@@ -167,7 +171,7 @@ async def allocations_changed(
             action,
             claim.uuid,
             generation=generation,
-            allocations=after,
+            allocations=after_of[consumer.id],
             usages=usages,
             resource_providers={providers[pid]: generations[pid] for pid, _ in sorted(slots)},
             resource_classes=sorted({classes[cid] for _, cid in slots}),

@@ -57,6 +57,10 @@ def query_parameters(model: type[RequestModel]) -> list[dict[str, Any]]:
     for name, field_schema in schema["properties"].items():
         field_schema = dict(field_schema)
         description = field_schema.pop("description", "")
+        default = field_schema.pop("default", None)
+        if default is not None:
+            # The value travels as a string; so must its default in the document.
+            field_schema["default"] = str(default)
         parameters.append(
             {
                 "name": name,

@@ -8,8 +8,10 @@ by ``placement-api serve`` on a PostgreSQL database of its own, seeded with
 the same providers; then concurrent clients claim (``PUT /allocations/{new
 consumer}``, VCPU:1 on one provider) for a few seconds, the two servers
 taking turns round after round so a busy machine hurts both alike. The
-report gives claims/s per round, the medians, and the feed's cost as the
-median of each round's after/before ratio.
+report gives claims/s and the CPU each claim cost (API processes and
+database backends: steadier than claims/s on a shared machine) per round,
+their medians, and the feed's cost as the median of each round's
+after/before ratio.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -39,6 +42,7 @@ from bench.candidates_servers import (
     server_dsn,
     wait_until_up,
 )
+from bench.scheduler_bench_infra import cpu_seconds, cpu_used, process_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
@@ -51,6 +55,30 @@ ADMIN_DSN = os.environ.get(
 class Served:
     label: str
     url: str
+    pid: int
+    database: str
+
+
+@dataclass(frozen=True)
+class Round:
+    claims_per_second: float
+    api_cpu_ms: float  # per claim, the API's processes
+    db_cpu_ms: float  # per claim, the database's backends
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.api_cpu_ms + self.db_cpu_ms
+
+
+async def backend_pids(database: str) -> set[int]:
+    connection = await asyncpg.connect(ADMIN_DSN)
+    try:
+        rows = await connection.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1", database
+        )
+    finally:
+        await connection.close()
+    return {int(row["pid"]) for row in rows}
 
 
 @contextmanager
@@ -94,7 +122,7 @@ def serve(label: str, tree: Path, workers: int) -> Iterator[Served]:
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(base_url, process, log)
-        yield Served(label, base_url)
+        yield Served(label, base_url, process.pid, database)
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -148,6 +176,21 @@ async def claim_for(url: str, providers: list[str], clients: int, seconds: float
         return done / (time.monotonic() - began)
 
 
+async def measure(served: Served, providers: list[str], clients: int, seconds: float) -> Round:
+    """One round: claims/s, and the CPU each claim cost the API and the database.
+    CPU per claim hardly moves with the machine's load, unlike claims/s."""
+    api_pids = process_tree(served.pid)
+    db_pids = await backend_pids(served.database)
+    api_before, db_before = cpu_seconds(api_pids), cpu_seconds(db_pids)
+    began = time.monotonic()
+    rate = await claim_for(served.url, providers, clients, seconds)
+    claims = rate * (time.monotonic() - began)
+    db_pids |= await backend_pids(served.database)
+    api_ms = 1000 * cpu_used(api_before, cpu_seconds(api_pids)) / claims
+    db_ms = 1000 * cpu_used(db_before, cpu_seconds(db_pids)) / claims
+    return Round(rate, api_ms, db_ms)
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default="main", help="git ref of the API without the feed")
@@ -170,30 +213,45 @@ def main() -> None:
         providers = {
             served.label: asyncio.run(seed(served.url, options.providers)) for served in servers
         }
-        rates: dict[str, list[float]] = {served.label: [] for served in servers}
-        for round_ in range(options.rounds):
+        rounds: dict[str, list[Round]] = {served.label: [] for served in servers}
+        for number in range(options.rounds):
             # Alternate which goes first, so neither always runs on a warmer machine.
-            for served in servers if round_ % 2 == 0 else servers[::-1]:
-                rate = asyncio.run(
-                    claim_for(served.url, providers[served.label], options.clients, options.seconds)
+            for served in servers if number % 2 == 0 else servers[::-1]:
+                result = asyncio.run(
+                    measure(served, providers[served.label], options.clients, options.seconds)
                 )
-                rates[served.label].append(rate)
-                print(f"round {round_ + 1} {served.label:6} {rate:8.1f} claims/s", flush=True)
-    report(options, rates)
+                rounds[served.label].append(result)
+                print(
+                    f"round {number + 1} {served.label:6} {result.claims_per_second:8.1f} "
+                    f"claims/s, CPU ms/claim API {result.api_cpu_ms:.2f} DB {result.db_cpu_ms:.2f}",
+                    flush=True,
+                )
+    report(options, rounds)
 
 
-def report(options: argparse.Namespace, rates: dict[str, list[float]]) -> None:
+def report(options: argparse.Namespace, rounds: dict[str, list[Round]]) -> None:
     # Rounds next to each other in time share the machine's load: their ratio
     # is steadier than either rate on a busy machine.
-    ratios = [after / before for before, after in zip(rates["before"], rates["after"], strict=True)]
+    pairs = list(zip(rounds["before"], rounds["after"], strict=True))
+    rate_ratio = statistics.median(a.claims_per_second / b.claims_per_second for b, a in pairs)
+    cpu_ratio = statistics.median(a.cpu_ms / b.cpu_ms for b, a in pairs)
     print(
         f"\n| PUT /allocations, {options.clients} clients, {options.workers} workers, "
-        f"{options.rounds} rounds of {options.seconds:g} s | claims/s (median) |\n|---|---|"
+        f"{options.rounds} rounds of {options.seconds:g} s | claims/s | CPU ms/claim: "
+        "API / DB |\n|---|---|---|"
     )
-    print(f"| before (no feed) | {statistics.median(rates['before']):.1f} |")
-    print(f"| after (feed) | {statistics.median(rates['after']):.1f} |")
-    cost = 100 * (1 - statistics.median(ratios))
-    print(f"\nchange feed cost (median of the rounds' after/before): {cost:+.1f}% of claims/s")
+    for label in ("before", "after"):
+        taken = rounds[label]
+        print(
+            f"| {label} {'(no feed)' if label == 'before' else '(feed)'} "
+            f"| {statistics.median(r.claims_per_second for r in taken):.1f} "
+            f"| {statistics.median(r.api_cpu_ms for r in taken):.2f} / "
+            f"{statistics.median(r.db_cpu_ms for r in taken):.2f} |"
+        )
+    print(
+        f"\nchange feed cost (medians of the rounds' after/before): "
+        f"{100 * (1 - rate_ratio):+.1f}% of claims/s, {100 * (cpu_ratio - 1):+.1f}% CPU per claim"
+    )
 
 
 if __name__ == "__main__":

@@ -67,21 +67,23 @@ class _PostgresListener:
     async def run(self) -> None:
         while True:
             try:
-                connection = await asyncpg.connect(self._dsn)
-            except (OSError, asyncpg.PostgresError) as exc:
-                LOG.warning("change feed: cannot LISTEN (%s); retrying", exc)
-                await asyncio.sleep(RECONNECT_DELAY)
-                continue
-            lost = asyncio.Event()
-            connection.add_termination_listener(_setter(lost))
-            try:
-                await connection.add_listener(changes.NOTIFY_CHANNEL, self._notified)
-                # Whatever committed while nobody listened: let the readers look.
-                self._signal.announce()
-                await lost.wait()
-                LOG.warning("change feed: LISTEN connection lost; reconnecting")
-            finally:
-                connection.terminate()
+                await self._listen_until_lost()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                LOG.warning("change feed: LISTEN failed (%s); retrying", exc)
+            await asyncio.sleep(RECONNECT_DELAY)
+
+    async def _listen_until_lost(self) -> None:
+        connection = await asyncpg.connect(self._dsn)
+        lost = asyncio.Event()
+        connection.add_termination_listener(_setter(lost))
+        try:
+            await connection.add_listener(changes.NOTIFY_CHANNEL, self._notified)
+            # Whatever committed while nobody listened: let the readers look.
+            self._signal.announce()
+            await lost.wait()
+            LOG.warning("change feed: LISTEN connection lost; reconnecting")
+        finally:
+            connection.terminate()
 
 
 def _setter(event: asyncio.Event) -> Any:

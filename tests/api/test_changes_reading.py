@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 from httpx import ASGITransport, AsyncClient
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from placement_api.app import create_app
@@ -267,3 +267,28 @@ async def test_a_stream_from_a_pruned_index_is_gone(short_streams: PlacementClie
 async def test_other_media_types_are_not_acceptable(api: PlacementClient) -> None:
     response = await api.get("/changes", headers={"accept": "text/html"})
     assert response.status_code == 406
+
+
+async def test_waiting_readers_still_wake_after_the_listen_connection_is_lost(
+    feed_api: PlacementClient, settings: Settings, backend: str
+) -> None:
+    if backend != "postgresql":
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's; SQLite wakes readers in process")
+    engine = create_engine(settings.database_url)
+    factory = make_session_factory(engine)
+    listening = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"
+    try:
+        async with unit_of_work(factory, write=True) as session:
+            ended = await session.execute(text(listening + " AND datname = current_database()"))
+            assert ended.scalars().all() == [True]
+        await asyncio.sleep(2)  # the listener reconnects after a second
+        since = await latest_index(feed_api)
+        waiting = asyncio.create_task(feed_api.get(f"/changes?since={since}&wait=30"))
+        await asyncio.sleep(0.5)
+        # Written outside the app, so only a NOTIFY can wake the reader.
+        async with unit_of_work(factory, write=True) as session:
+            await providers.create(session, name="notified", uuid=None, parent_uuid=None)
+        body = (await asyncio.wait_for(waiting, 15)).json()
+        assert [c["name"] for c in body["changes"]] == ["notified"]
+    finally:
+        await engine.dispose()

@@ -11,7 +11,8 @@ taking turns round after round so a busy machine hurts both alike. The
 report gives claims/s and the CPU each claim cost (API processes and
 database backends: steadier than claims/s on a shared machine) per round,
 their medians, and the feed's cost as the median of each round's
-after/before ratio.
+after/before ratio. Then the feed's statement alone
+(``bench/change_feed_statement.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import change_feed_statement
 from bench.candidates_servers import (
     drop_database,
     free_port,
@@ -199,6 +201,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--statement-rounds",
+        type=int,
+        default=6,
+        help="rounds of the feed's statement measured alone (0: skip)",
+    )
     return parser.parse_args()
 
 
@@ -227,6 +235,8 @@ def main() -> None:
                     flush=True,
                 )
     report(options, rounds)
+    if options.statement_rounds:
+        asyncio.run(change_feed_statement.measure(ADMIN_DSN, options.statement_rounds))
 
 
 def report(options: argparse.Namespace, rounds: dict[str, list[Round]]) -> None:

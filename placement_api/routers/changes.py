@@ -16,8 +16,12 @@ from starlette.responses import Response, StreamingResponse
 
 from placement_api import errors
 from placement_api.change_feed import ChangeFeed
-from placement_api.deps import EVENT_STREAM_MEDIA_TYPE, EventStreamApiDep, services
-from placement_api.deps import wants_event_stream as _wants_event_stream
+from placement_api.deps import (
+    EVENT_STREAM_MEDIA_TYPE,
+    EventStreamApiDep,
+    services,
+    wants_event_stream,
+)
 from placement_api.domain.changes import FeedPage
 from placement_api.policies import change as policies
 from placement_api.rendering import json_response
@@ -56,7 +60,7 @@ async def list_changes(api: EventStreamApiDep) -> Response:
     api.authorize(policies.LIST)
     params = dict(api.request.query_params)
     feed = services(api.request).change_feed
-    if _wants_event_stream(api.request.headers.get("accept")):
+    if wants_event_stream(api.request.headers.get("accept")):
         # An EventSource that reconnects says where it was in Last-Event-ID.
         last_event_id = api.request.headers.get("last-event-id")
         if last_event_id is not None:

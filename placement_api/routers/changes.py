@@ -52,9 +52,7 @@ KEEPALIVE_SECONDS = 15.0
             "model": schemas.ChangeList,
             "content": {EVENT_STREAM_MEDIA_TYPE: {"schema": {"type": "string"}}},
         },
-        410: {"description": "The changes after `since` are no longer kept."},
     },
-    openapi_extra={"parameters": schemas.query_parameters(schemas.ChangesQuery)},
 )
 async def list_changes(api: EventStreamApiDep) -> Response:
     api.authorize(policies.LIST)

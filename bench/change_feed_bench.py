@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -212,6 +213,8 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     options = parse_args()
+    # Stopped early, still remove the servers, databases and the baseline worktree.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     with ExitStack() as stack:
         before_tree = stack.enter_context(baseline_tree(options.baseline))
         servers = [

@@ -38,14 +38,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import change_feed_statement
-from bench.candidates_servers import (
-    drop_database,
-    free_port,
-    recreate_database,
-    server_dsn,
-    wait_until_up,
-)
+from bench.candidates_servers import drop_database, recreate_database, server_dsn
 from bench.scheduler_bench_infra import cpu_seconds, cpu_used, process_tree
+from bench.upstream import free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}

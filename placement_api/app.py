@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from placement_api import errors, microversion
 from placement_api.auth import KEYSTONE, Authenticator, NoAuth2Authenticator
+from placement_api.change_feed import ChangeFeed
 from placement_api.db.engine import engine_for
 from placement_api.db.session import make_session_factory, unit_of_work
 from placement_api.deps import Services
@@ -85,11 +86,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         if isinstance(authenticator, NoAuth2Authenticator):
             LOG.warning(NOAUTH2_WARNING)
+        change_feed = ChangeFeed(settings, factory, engine.url)
+        await change_feed.start()
         app.state.services = Services(
             settings=settings,
             session_factory=factory,
             policy=policy,
             authenticator=authenticator,
+            change_feed=change_feed,
         )
         # What start-up made (modules, the app, the policy) lives as long as
         # the process: frozen, it is left out of the collector's full passes,
@@ -98,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await change_feed.close()
             if isinstance(authenticator, KeystoneAuthenticator):
                 authenticator.close()
             await engine.dispose()

@@ -12,13 +12,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.auth import Authenticator, RequestContext
+from placement_api.change_feed import ChangeFeed, ChangeSignal
 from placement_api.db.session import SessionFactory, unit_of_work
+from placement_api.domain import changes
 from placement_api.microversion import Version
 from placement_api.policy import Policy
 from placement_api.schemas.validation import decode_json
 from placement_api.settings import Settings
 
 JSON_MEDIA_TYPE = "application/json"
+EVENT_STREAM_MEDIA_TYPE = "text/event-stream"
 
 
 @dataclass(frozen=True)
@@ -29,11 +32,13 @@ class Services:
     session_factory: SessionFactory
     policy: Policy
     authenticator: Authenticator
+    change_feed: ChangeFeed
 
 
 @dataclass(frozen=True)
 class Database:
     session_factory: SessionFactory
+    change_signal: ChangeSignal
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -44,6 +49,9 @@ class Database:
     async def write(self) -> AsyncIterator[AsyncSession]:
         async with unit_of_work(self.session_factory, write=True) as session:
             yield session
+        if changes.committed_index(session) is not None:
+            # Wake this process's waiting feed readers now, not at the next poll.
+            self.change_signal.announce()
 
 
 @dataclass(frozen=True)
@@ -90,12 +98,29 @@ def _accepts_json(accept: str | None) -> bool:
     return False
 
 
+def wants_event_stream(accept: str | None) -> bool:
+    """The client asked for server-sent events (``GET /changes`` offers them)."""
+    media = (part.split(";")[0].strip().lower() for part in (accept or "").split(","))
+    return EVENT_STREAM_MEDIA_TYPE in media
+
+
 async def api_request(request: Request) -> ApiRequest:
-    shared = services(request)
     # Like Placement, only reads insist on a JSON Accept; a write whose
     # client asked for something else still gets its (JSON) error or result.
     if request.method in ("GET", "HEAD") and not _accepts_json(request.headers.get("accept")):
         raise errors.NotAcceptable("Only application/json is provided")
+    return await _negotiated(request)
+
+
+async def event_stream_request(request: Request) -> ApiRequest:
+    """As ``api_request``, and ``Accept: text/event-stream`` is acceptable too."""
+    if wants_event_stream(request.headers.get("accept")):
+        return await _negotiated(request)
+    return await api_request(request)
+
+
+async def _negotiated(request: Request) -> ApiRequest:
+    shared = services(request)
     request_id: str = request.state.request_id
     context = await shared.authenticator.authenticate(request.headers, request_id)
     return ApiRequest(
@@ -109,7 +134,8 @@ async def api_request(request: Request) -> ApiRequest:
 
 
 async def database(request: Request) -> Database:
-    return Database(services(request).session_factory)
+    shared = services(request)
+    return Database(shared.session_factory, shared.change_feed.signal)
 
 
 async def json_body(request: Request) -> Any:
@@ -131,4 +157,5 @@ async def json_body(request: Request) -> Any:
 
 
 ApiDep = Annotated[ApiRequest, Depends(api_request)]
+EventStreamApiDep = Annotated[ApiRequest, Depends(event_stream_request)]
 DbDep = Annotated[Database, Depends(database)]

@@ -23,6 +23,8 @@ QUERY_BAD_VALUE = "placement.query.bad_value"
 QUERY_MISSING_VALUE = "placement.query.missing_value"
 # Ours (upstream has none): the identity service could not validate a token.
 AUTH_SERVICE_UNAVAILABLE = "placement.auth.service_unavailable"
+# An extension of this service: GET /changes?since=N asked for pruned changes.
+CHANGES_GONE = "placement.changes.gone"
 
 # Which kind of 409 a ``placement.concurrent_update`` is. Carried as the
 # extra ``conflict`` key of the error object so clients need not match text.
@@ -88,6 +90,10 @@ class Conflict(PlacementError):
     status = 409
 
 
+class Gone(PlacementError):
+    status = 410
+
+
 class UnsupportedMediaType(PlacementError):
     status = 415
 
@@ -108,6 +114,16 @@ class AuthServiceUnavailable(ServiceUnavailable):
     """Keystone could not be reached (or failed) while validating a token."""
 
     code = AUTH_SERVICE_UNAVAILABLE
+
+
+class ChangesGone(Gone):
+    """The change feed no longer holds (or never held) the changes asked for;
+    ``index`` (an extra key of the error) is where to resume after a re-read."""
+
+    code = CHANGES_GONE
+
+    def __init__(self, detail: str, *, index: int) -> None:
+        super().__init__(detail, extra={"index": index})
 
 
 class ConcurrentUpdate(Conflict):

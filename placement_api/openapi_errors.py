@@ -47,6 +47,10 @@ ERROR_ITEM: dict[str, Any] = {
             ],
             "description": "On a 409 of an allocation or generation write: which kind it is.",
         },
+        "index": {
+            "type": "integer",
+            "description": "On a 410 of GET /changes: the index to resume from after a re-read.",
+        },
         "min_version": {"type": "string", "description": "On a 406 for a microversion."},
         "max_version": {"type": "string", "description": "On a 406 for a microversion."},
     },
@@ -94,6 +98,14 @@ BAD_REQUEST_CODES: dict[str, list[str]] = {
     "reshape": [errors.PROVIDER_NOT_FOUND],
 }
 
+# operationId -> why it can answer 410 (an extension's; upstream has none).
+GONE: dict[str, str] = {
+    "listChanges": (
+        f"`{errors.CHANGES_GONE}`: the changes after `since` were pruned (or `since` is "
+        "beyond the feed); re-read what you follow, then resume from the error's `index`."
+    ),
+}
+
 # operationId -> 405 answers beyond the path's methods.
 METHOD_NOT_ALLOWED: dict[str, str] = {"deleteInventories": "Before 1.5."}
 
@@ -136,6 +148,8 @@ def error_responses(
     )
     if operation_id in CONFLICTS:
         found["409"] = _error("Conflict: " + CONFLICTS[operation_id])
+    if operation_id in GONE:
+        found["410"] = _error("Gone: " + GONE[operation_id])
     if has_body:
         found["415"] = _error("The body is not `application/json`.")
     return found

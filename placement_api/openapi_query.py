@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from placement_api.microversion import FEATURES, MAX_VERSION, MIN_VERSION, Version
-from placement_api.schemas import allocation_candidates, resource_providers, traits, usages
+from placement_api.schemas import allocation_candidates, changes, resource_providers, traits, usages
 from placement_api.schemas.common import VersionedShape
 
 # A suffixed request group key in a model's patternProperties: ^resources(...)?$
@@ -61,6 +61,15 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "user_id": "Only the allocations of this user in the project.",
         "consumer_type": "One consumer type's totals, `all` (one group for everything) or "
         "`unknown` (consumers without a type).",
+    },
+    "listChanges": {
+        "since": "Return the changes after this index. Absent: no changes, only the feed's "
+        "latest index (the place to start following from).",
+        "limit": f"Most changes returned, 1 to {changes.MAX_LIMIT}; default "
+        f"{changes.DEFAULT_LIMIT}.",
+        "wait": f"Seconds (0 to {changes.MAX_WAIT}) to wait for a change when there is none "
+        "after `since`; the server waits at most its `changes_max_wait` setting. Default 0: "
+        "answer now.",
     },
     "listTraits": {
         "name": "`in:A,B` (exactly these names) or `startswith:PREFIX`.",
@@ -108,6 +117,7 @@ QUERIES: dict[str, QueryDoc] = {
         FEATURES["usages_by_project"],
     ),
     "listTraits": QueryDoc(VersionedShape(traits.TraitListQuery), FEATURES["traits"]),
+    "listChanges": _plain(changes.ChangesQuery),
 }
 
 

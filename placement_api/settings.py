@@ -208,6 +208,31 @@ class Settings(BaseSettings):
         ge=0,
         description="Seconds sent in Retry-After with a 503 when the database is unavailable.",
     )
+    changes_retained: int = Field(
+        default=100_000,
+        ge=1,
+        description="How many of the newest change-feed entries (GET /changes) are kept; "
+        "older ones are pruned, and a reader behind them gets 410.",
+    )
+    changes_prune_interval: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds between two prunings of the change feed by each API worker.",
+    )
+    changes_max_wait: int = Field(
+        default=60,
+        ge=0,
+        le=3600,
+        description="Longest wait, in seconds, of GET /changes?wait=S; a longer wait asked "
+        "for is cut to this.",
+    )
+    changes_poll_interval: float = Field(
+        default=5.0,
+        gt=0,
+        description="While GET /changes waits, how often it re-reads the feed anyway: the "
+        "safety net for a missed notification (SQLite with several workers, or the "
+        "PostgreSQL LISTEN connection being re-established).",
+    )
 
     @field_validator("cors_allowed_origins", "cors_allow_headers", mode="before")
     @classmethod

@@ -9,8 +9,10 @@ instead of re-aggregating every allocation.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     DateTime,
     Float,
@@ -183,3 +185,29 @@ class ProviderTrait(TimestampMixin, Base):
         ForeignKey("resource_providers.id", ondelete="CASCADE"), primary_key=True
     )
     trait_id: Mapped[int] = mapped_column(ForeignKey("traits.id"), primary_key=True)
+
+
+class ChangeFeedHead(Base):
+    """The change feed's one-row counter. Every transaction that records
+    changes advances ``last_index`` just before it commits; the row lock it
+    takes is held until the commit, so indexes are handed out in commit
+    order and a reader never sees a later index before an earlier one."""
+
+    __tablename__ = "change_feed_head"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    last_index: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class Change(Base):
+    """One entry of the change feed (``GET /changes``), written in the same
+    transaction as the write it records. ``details`` holds the fields that
+    depend on ``resource`` (generations, classes, allocations, ...)."""
+
+    __tablename__ = "changes"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    resource: Mapped[str] = mapped_column(String(32), nullable=False)
+    action: Mapped[str] = mapped_column(String(16), nullable=False)
+    uuid: Mapped[str] = mapped_column(String(255), nullable=False)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.dialect import insert_ignoring_duplicates
 from placement_api.db.models import Aggregate, ProviderAggregate, ResourceProvider
+from placement_api.domain import changes
 from placement_api.domain.generations import now
 from placement_api.domain.providers import ProviderRecord
 from placement_api.domain.traits import bump_checked_generation
@@ -90,4 +91,5 @@ async def replace_provider_aggregates(
     else:
         generation = await bump_checked_generation(session, provider, expected_generation)
     await _link_exactly(session, provider.id, await _aggregate_ids(session, uuids))
+    changes.provider_aggregates_changed(session, provider.uuid, generation, uuids)
     return generation

@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.models import Allocation, Inventory, ResourceClass, ResourceProvider
+from placement_api.domain import changes as feed
 from placement_api.domain import consumers as consumer_rows
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, fits, unit_violation
 from placement_api.domain.consumers import ConsumerClaim, ConsumerSet
@@ -317,8 +318,11 @@ async def _apply_usage(
     )
 
 
-async def write(session: AsyncSession, plan: ClaimPlan) -> None:
-    """Check and apply a prepared write; its providers must already be locked."""
+async def write(session: AsyncSession, plan: ClaimPlan) -> dict[Slot, int]:
+    """Check and apply a prepared write; its providers must already be locked.
+
+    Returns the usage after the write of every inventory of those providers.
+    """
     wanted = plan.wanted()
     slots = await _inventory_slots(session, plan.touched_provider_ids())
     namer = _Namer(plan)
@@ -328,6 +332,7 @@ async def write(session: AsyncSession, plan: ClaimPlan) -> None:
     await _rewrite_rows(session, plan, wanted)
     await _apply_usage(session, changes, slots)
     await consumer_rows.settle(session, plan.claims, plan.consumers)
+    return {slot: inventory.used + changes.get(slot, 0) for slot, inventory in slots.items()}
 
 
 async def replace_allocations(
@@ -336,8 +341,8 @@ async def replace_allocations(
     """Give each consumer exactly the allocations of its claim, all or nothing."""
     plan = await prepare(session, claims, failure=failure)
     names = {pid: uuid for uuid, pid in plan.provider_ids.items()}
-    await lock_providers(session, plan.touched_provider_ids(), bump=True, names=names)
-    await write(session, plan)
+    generations = await lock_providers(session, plan.touched_provider_ids(), bump=True, names=names)
+    await feed.allocations_changed(session, plan, await write(session, plan), generations)
 
 
 async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:
@@ -351,5 +356,5 @@ async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:
     plan = await prepare(session, [claim], failure="Unable to delete allocations")
     if not plan.held:
         raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
-    await lock_providers(session, plan.touched_provider_ids(), bump=False)
-    await write(session, plan)
+    generations = await lock_providers(session, plan.touched_provider_ids(), bump=False)
+    await feed.allocations_changed(session, plan, await write(session, plan), generations)

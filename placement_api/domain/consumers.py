@@ -62,11 +62,13 @@ class LockedConsumer:
 
     ``created``: inserted by this transaction, so it holds no allocations yet
     and its generation and owners are already final.
+    ``generation``: what an existing consumer's was when locked.
     """
 
     uuid: str
     id: int | None
     created: bool = False
+    generation: int | None = None
 
 
 @dataclass
@@ -205,7 +207,7 @@ async def _lock_or_create(
         row = await _lock_row(session, claim.uuid)
         _check_generation(claim, row[1] if row else None)
         if row is not None:
-            return LockedConsumer(claim.uuid, id=row[0])
+            return LockedConsumer(claim.uuid, id=row[0], generation=row[1])
         if not claim.allocations:
             return LockedConsumer(claim.uuid, id=None)
         new_id = await _insert_if_absent(session, claim, owners)

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.models import Inventory, ResourceClass
-from placement_api.domain import providers, resource_classes
+from placement_api.domain import changes, providers, resource_classes
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, fits
 from placement_api.domain.generations import bump_provider_generation, now
 from placement_api.domain.providers import ProviderRecord
@@ -197,6 +197,14 @@ async def remove(session: AsyncSession, ids: Iterable[int]) -> None:
         await session.execute(delete(Inventory).where(Inventory.id.in_(ids)))
 
 
+def _record(
+    session: AsyncSession, action: str, uuid: str, after: ProviderInventory, touched: Iterable[str]
+) -> None:
+    """Put the write in the change feed, with the provider's whole inventory after it."""
+    limits = {name: record.limits for name, record in after.inventories.items()}
+    changes.inventory_changed(session, action, uuid, after.generation, limits, touched)
+
+
 async def _lock_provider(
     session: AsyncSession, uuid: str, generation: int | None
 ) -> tuple[ProviderRecord, int]:
@@ -236,14 +244,17 @@ async def replace_all(
             await _change(session, uuid, existing[name], limits)
         else:
             await insert_inventory(session, provider.id, class_ids[name], limits)
-    return ProviderInventory(new_generation, await _load(session, provider.id))
+    after = ProviderInventory(new_generation, await _load(session, provider.id))
+    _record(session, changes.UPDATED, uuid, after, [*wanted, *existing])
+    return after
 
 
 async def delete_all(session: AsyncSession, uuid: str) -> None:
-    provider, _ = await _lock_provider(session, uuid, None)
+    provider, new_generation = await _lock_provider(session, uuid, None)
     existing = await _load(session, provider.id, lock=True)
     _refuse_removal_in_use("", uuid, existing.values())
     await remove(session, (record.id for record in existing.values()))
+    _record(session, changes.DELETED, uuid, ProviderInventory(new_generation, {}), existing)
 
 
 async def add_one(
@@ -275,7 +286,9 @@ async def add_one(
             code=errors.CONCURRENT_UPDATE,
         )
     await insert_inventory(session, provider.id, class_id, limits)
-    return new_generation, (await _load(session, provider.id))[resource_class]
+    after = ProviderInventory(new_generation, await _load(session, provider.id))
+    _record(session, changes.CREATED, uuid, after, [resource_class])
+    return new_generation, after.inventories[resource_class]
 
 
 async def update_one(
@@ -305,11 +318,13 @@ async def update_one(
             f"No inventory of class {resource_class} found."
         )
     await _change(session, uuid, existing, limits)
-    return new_generation, (await _load(session, provider.id))[resource_class]
+    after = ProviderInventory(new_generation, await _load(session, provider.id))
+    _record(session, changes.UPDATED, uuid, after, [resource_class])
+    return new_generation, after.inventories[resource_class]
 
 
 async def delete_one(session: AsyncSession, uuid: str, resource_class: str) -> None:
-    provider, _ = await _lock_provider(session, uuid, None)
+    provider, new_generation = await _lock_provider(session, uuid, None)
     missing = f"No inventory of class {resource_class} found for delete"
     if not await resource_classes.ids_by_name(session, [resource_class]):
         raise errors.NotFound(f"{missing}: No such resource class {resource_class}.")
@@ -320,3 +335,5 @@ async def delete_one(session: AsyncSession, uuid: str, resource_class: str) -> N
         f"Unable to delete inventory of class {resource_class}: ", uuid, [existing]
     )
     await remove(session, [existing.id])
+    after = ProviderInventory(new_generation, await _load(session, provider.id))
+    _record(session, changes.DELETED, uuid, after, [resource_class])

@@ -13,7 +13,7 @@ from sqlalchemy.orm import aliased
 
 from placement_api import errors
 from placement_api.db.models import Allocation, ResourceProvider
-from placement_api.domain import provider_filters
+from placement_api.domain import changes, provider_filters
 from placement_api.domain.generations import now
 from placement_api.querystring import AggregateFilter, TraitFilter
 from placement_api.rendering import newest
@@ -130,7 +130,9 @@ async def create(
     if parent is None:
         provider.root_provider_id = provider.id
         await session.flush()
-    return await get(session, uuid)
+    created = await get(session, uuid)
+    changes.provider_changed(session, changes.CREATED, created)
+    return created
 
 
 async def _descendant_ids(session: AsyncSession, provider: ProviderRecord) -> set[int]:
@@ -177,6 +179,10 @@ async def _move_subtree(
         .where(ResourceProvider.id.in_(subtree))
         .values(root_provider_id=new_root)
     )
+    # The descendants' root changed too (the provider itself is recorded by its update).
+    for moved in await run_query(session, record_query().where(ResourceProvider.id.in_(subtree))):
+        if moved.id != provider.id:
+            changes.provider_changed(session, changes.UPDATED, moved)
 
 
 async def _change_parent(
@@ -225,7 +231,9 @@ async def update_provider(
         await session.flush()
     except IntegrityError as exc:
         raise _duplicate(f"name: {name}") from exc
-    return await get(session, uuid)
+    updated = await get(session, uuid)
+    changes.provider_changed(session, changes.UPDATED, updated)
+    return updated
 
 
 async def delete_provider(session: AsyncSession, uuid: str) -> None:
@@ -247,6 +255,7 @@ async def delete_provider(session: AsyncSession, uuid: str) -> None:
             code=errors.PROVIDER_CANNOT_DELETE_PARENT,
         )
     await session.execute(delete(ResourceProvider).where(ResourceProvider.id == provider.id))
+    changes.provider_changed(session, changes.DELETED, provider)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.models import Inventory, ResourceClass, ResourceProvider
-from placement_api.domain import claims, inventories, resource_classes
+from placement_api.domain import changes, claims, inventories, resource_classes
 from placement_api.domain.capacity import InventoryLimits
 from placement_api.domain.consumers import ConsumerClaim
 from placement_api.domain.generations import now
@@ -178,7 +178,28 @@ async def reshape(
     _check_generations(reshapes, targets, current)
     for item in reshapes:
         await _add_and_change(session, targets[item.uuid], item.inventories, class_ids)
-    await claims.write(session, plan)
+    usage_after = await claims.write(session, plan)
     for item in reshapes:
         await _remove_unwanted(session, targets[item.uuid], item)
-    await _advance_generations(session, _generation_steps(reshapes, targets, plan))
+    steps = _generation_steps(reshapes, targets, plan)
+    await _advance_generations(session, steps)
+    await _record(
+        session, reshapes, plan, usage_after, {pid: current[pid] + steps[pid] for pid in current}
+    )
+
+
+async def _record(
+    session: AsyncSession,
+    reshapes: Sequence[InventoryReshape],
+    plan: claims.ClaimPlan,
+    usage_after: dict[claims.Slot, int],
+    generations: dict[int, int],
+) -> None:
+    """Each provider's whole inventory after the reshape, then each consumer's allocations."""
+    for item in reshapes:
+        after = await inventories.read(session, item.uuid)
+        limits = {name: record.limits for name, record in after.inventories.items()}
+        changes.inventory_changed(
+            session, changes.UPDATED, item.uuid, after.generation, limits, item.inventories
+        )
+    await changes.allocations_changed(session, plan, usage_after, generations)

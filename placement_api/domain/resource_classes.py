@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.models import Allocation, Inventory, ResourceClass
+from placement_api.domain import changes
 from placement_api.domain.generations import now
 from placement_api.domain.standard_names import is_standard_resource_class
 from placement_api.rendering import newest
@@ -72,6 +73,7 @@ async def _insert(session: AsyncSession, name: str) -> ResourceClassRecord:
     row = ResourceClass(name=name, created_at=now())
     session.add(row)
     await session.flush()
+    changes.resource_class_changed(session, changes.CREATED, name)
     return _record(row)
 
 
@@ -114,6 +116,7 @@ async def rename(session: AsyncSession, name: str, new_name: str) -> ResourceCla
         )
     except IntegrityError as exc:
         raise duplicate from exc
+    changes.resource_class_changed(session, changes.UPDATED, name, new_name)
     return await get(session, new_name)
 
 
@@ -141,3 +144,4 @@ async def delete_class(session: AsyncSession, name: str) -> None:
     except IntegrityError as exc:
         # An inventory of this class was committed after the check above.
         raise _in_use(name) from exc
+    changes.resource_class_changed(session, changes.DELETED, name)

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.models import ProviderTrait, Trait
+from placement_api.domain import changes
 from placement_api.domain.generations import bump_provider_generation, now
 from placement_api.domain.providers import ProviderRecord
 from placement_api.domain.standard_names import CUSTOM_PREFIX
@@ -116,6 +117,7 @@ async def ensure_custom_trait(session: AsyncSession, name: str) -> tuple[TraitRe
     except IntegrityError:
         # A concurrent request created it between the look-up and the insert.
         return await get_trait(session, name), False
+    changes.trait_changed(session, changes.CREATED, name)
     return await get_trait(session, name), True
 
 
@@ -131,6 +133,7 @@ async def delete_trait(session: AsyncSession, name: str) -> None:
     if await session.scalar(select(exists().where(ProviderTrait.trait_id == found[0].id))):
         raise errors.Conflict(f"The trait {name} is in use by a resource provider.")
     await session.execute(delete(Trait).where(Trait.id == found[0].id))
+    changes.trait_changed(session, changes.DELETED, name)
 
 
 async def provider_traits(session: AsyncSession, provider: ProviderRecord) -> ProviderTraitSet:
@@ -178,12 +181,14 @@ async def replace_provider_traits(
     generation = await bump_checked_generation(session, provider, expected_generation)
     traits = await _share_locked_traits(session, names)
     await _link_exactly(session, provider.id, (trait.id for trait in traits))
+    changes.provider_traits_changed(session, provider.uuid, generation, names)
     return ProviderTraitSet(traits, generation)
 
 
 async def clear_provider_traits(session: AsyncSession, provider: ProviderRecord) -> None:
     """Remove every trait from the provider (and bump its generation)."""
-    await bump_provider_generation(session, provider.id, provider.uuid, None)
+    generation = await bump_provider_generation(session, provider.id, provider.uuid, None)
     await session.execute(
         delete(ProviderTrait).where(ProviderTrait.resource_provider_id == provider.id)
     )
+    changes.provider_traits_changed(session, provider.uuid, generation, [])

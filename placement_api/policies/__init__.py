@@ -13,6 +13,7 @@ from placement_api.policies import (
     allocation,
     allocation_candidate,
     base,
+    change,
     inventory,
     reshaper,
     resource_class,
@@ -27,6 +28,7 @@ __all__ = [
     "allocation",
     "allocation_candidate",
     "base",
+    "change",
     "inventory",
     "reshaper",
     "resource_class",
@@ -46,6 +48,7 @@ _MODULES = (
     allocation,
     allocation_candidate,
     reshaper,
+    change,
 )
 
 

@@ -6,6 +6,7 @@ from placement_api.routers import (
     aggregates,
     allocation_candidates,
     allocations,
+    changes,
     inventories,
     reshaper,
     resource_classes,
@@ -26,4 +27,5 @@ ROUTERS: list[APIRouter] = [
     allocations.router,
     allocation_candidates.router,
     reshaper.router,
+    changes.router,
 ]

@@ -16,6 +16,7 @@ from placement_api.policies import (
     aggregate,
     allocation,
     allocation_candidate,
+    change,
     inventory,
     reshaper,
     resource_class,
@@ -72,6 +73,7 @@ ADMIN_OR_SERVICE_RULES = [
     allocation.LIST,
     allocation.PROVIDER_LIST,
     allocation_candidate.LIST,
+    change.LIST,
 ]
 
 ADMIN_ROLE_HOLDERS = {"legacy_admin_token", "admin", "project_admin"}
@@ -165,8 +167,14 @@ def default_policies() -> dict[str, Policy]:
     return {mode: Policy(policy_file=None, **switches) for mode, switches in MODES.items()}
 
 
+# Rules of this service's extensions, which upstream does not have.
+EXTENSION_RULE_NAMES = {"placement:changes:list"}
+
+
 def test_every_upstream_rule_is_registered_under_its_upstream_name() -> None:
-    assert {rule.name for rule in policies.all_rules()} == UPSTREAM_RULE_NAMES
+    assert {
+        rule.name for rule in policies.all_rules()
+    } == UPSTREAM_RULE_NAMES | EXTENSION_RULE_NAMES
 
 
 @pytest.mark.parametrize("mode", MODES)

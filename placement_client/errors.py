@@ -77,7 +77,7 @@ class ConcurrentUpdate(Conflict):
 
 
 class InventoryInUse(Conflict):
-    """Allocations hold a class the inventory write would remove or shrink."""
+    """Allocations hold a class the inventory write would remove."""
 
 
 class DuplicateName(Conflict):

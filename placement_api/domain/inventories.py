@@ -167,20 +167,12 @@ async def _change(
 ) -> None:
     """Change an inventory's limits.
 
-    Shrinking ``total`` below what is allocated is refused: that inventory
-    no longer exists. Lowering the allocation ratio or raising ``reserved``
-    is an operator's policy change and is accepted even when it leaves the
-    provider over capacity; claims then only shrink its usage until it fits.
+    As upstream, any change is accepted, even one (a lower total or ratio,
+    more reserved) that leaves the provider with more allocated than its new
+    capacity: that is logged, and from then on claims there may only keep
+    or reduce its usage (``domain/claims.py``) until it fits again.
     """
-    over_capacity = record.used > 0 and not fits(limits, record.used)
-    if over_capacity and limits.total < record.limits.total:
-        raise in_use_conflict(
-            "update conflict: ",
-            uuid,
-            [record.resource_class],
-            f" Its usage {record.used} would exceed the new capacity {int(limits.capacity)}.",
-        )
-    if over_capacity:
+    if record.used > 0 and not fits(limits, record.used):
         LOG.warning(
             "inventory of %s on %s is now over capacity: usage %d, capacity %d",
             record.resource_class,

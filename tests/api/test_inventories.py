@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from sqlalchemy import ColumnElement, and_, select, update
 
 from placement_api.db.engine import create_engine
 from placement_api.db.models import Inventory, ResourceClass, ResourceProvider
 from placement_api.settings import Settings
+from tests.api.allocation_helpers import error, new_uuid, provider_with, put_allocations, usages
+from tests.db.allocation_state import usage_drift
 from tests.support.client import PlacementClient, error_code
 
 
@@ -229,31 +233,49 @@ async def test_changing_limits_keeps_the_recorded_usage(
     assert await _stored_usage(settings, provider, "DISK_GB") == 0
 
 
-async def test_shrinking_total_below_usage_is_refused_and_changes_nothing(
+async def test_shrinking_total_below_usage_is_accepted_with_a_warning_and_keeps_usage(
+    api: PlacementClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    rp = await provider_with(api, {"VCPU": {"total": 8}})
+    holder = new_uuid()
+    assert (await put_allocations(api, holder, {rp: {"VCPU": 6}})).status_code == 204
+    provider = {"uuid": rp}
+    with caplog.at_level(logging.WARNING, logger="placement_api.domain.inventories"):
+        shrink_all = await api.put(
+            _url(provider),
+            json={"resource_provider_generation": 2, "inventories": {"VCPU": {"total": 5}}},
+        )
+        assert shrink_all.status_code == 200, shrink_all.text
+        shrink_one = await api.put(
+            _url(provider, "VCPU"), json={"resource_provider_generation": 3, "total": 4}
+        )
+        assert shrink_one.status_code == 200, shrink_one.text
+    assert [r.getMessage() for r in caplog.records] == [
+        f"inventory of VCPU on {rp} is now over capacity: usage 6, capacity 5",
+        f"inventory of VCPU on {rp} is now over capacity: usage 6, capacity 4",
+    ]
+    assert (await api.get(_url(provider))).json()["inventories"]["VCPU"]["total"] == 4
+    assert await usages(api, rp) == {"VCPU": 6}
+
+
+async def test_a_provider_shrunk_below_usage_takes_only_writes_that_do_not_grow_it(
     api: PlacementClient, settings: Settings
 ) -> None:
-    provider = await api.create_provider()
-    await api.set_inventory(provider, {"VCPU": {"total": 8}})
-    await _record_usage(settings, provider, "VCPU", 6)
-    shrink_all = await api.put(
-        _url(provider),
-        json={"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 5}}},
-    )
-    assert shrink_all.status_code == 409
-    assert error_code(shrink_all) == "placement.inventory.inuse"
-    shrink_one = await api.put(
-        _url(provider, "VCPU"),
-        json={"resource_provider_generation": 1, "total": 4, "allocation_ratio": 1.0},
-    )
-    assert shrink_one.status_code == 409
-    assert error_code(shrink_one) == "placement.inventory.inuse"
-    assert (await api.get(_url(provider))).json()["inventories"]["VCPU"]["total"] == 8
-    overcommit = await api.put(
-        _url(provider, "VCPU"),
-        json={"resource_provider_generation": 1, "total": 4, "allocation_ratio": 2.0},
-    )
-    assert overcommit.status_code == 200
-    assert (await api.get(_url(provider))).json()["resource_provider_generation"] == 2
+    rp = await provider_with(api, {"VCPU": {"total": 8}})
+    holder = new_uuid()
+    assert (await put_allocations(api, holder, {rp: {"VCPU": 6}})).status_code == 204
+    await api.set_inventory({"uuid": rp}, {"VCPU": {"total": 4}})
+    kept = await put_allocations(api, holder, {rp: {"VCPU": 6}}, generation=1)
+    assert kept.status_code == 204, kept.text
+    grown = await put_allocations(api, holder, {rp: {"VCPU": 7}}, generation=2)
+    assert grown.status_code == 409
+    assert error(grown)["conflict"] == "capacity"
+    newcomer = await put_allocations(api, new_uuid(), {rp: {"VCPU": 1}})
+    assert newcomer.status_code == 409
+    reduced = await put_allocations(api, holder, {rp: {"VCPU": 5}}, generation=2)
+    assert reduced.status_code == 204, reduced.text
+    assert await usages(api, rp) == {"VCPU": 5}
+    assert await usage_drift(settings) == []
 
 
 async def test_operator_may_leave_a_provider_over_capacity_by_policy(

@@ -243,16 +243,18 @@ async def delete_provider(session: AsyncSession, uuid: str) -> None:
     await session.execute(
         select(ResourceProvider.id).where(ResourceProvider.id == provider.id).with_for_update()
     )
-    if await session.scalar(select(exists().where(Allocation.resource_provider_id == provider.id))):
-        raise errors.Conflict(
-            f"Unable to delete resource provider {uuid}: Resource provider has allocations.",
-            code=errors.PROVIDER_INUSE,
-        )
+    # Children are checked first, as upstream does: a parent that also has
+    # allocations answers "cannot delete parent".
     has_children = exists().where(ResourceProvider.parent_provider_id == provider.id)
     if await session.scalar(select(has_children)):
         raise errors.Conflict(
             f"Unable to delete parent resource provider {uuid}: It has child resource providers.",
             code=errors.PROVIDER_CANNOT_DELETE_PARENT,
+        )
+    if await session.scalar(select(exists().where(Allocation.resource_provider_id == provider.id))):
+        raise errors.Conflict(
+            f"Unable to delete resource provider {uuid}: Resource provider has allocations.",
+            code=errors.PROVIDER_INUSE,
         )
     await session.execute(delete(ResourceProvider).where(ResourceProvider.id == provider.id))
     changes.provider_changed(session, changes.DELETED, provider)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -29,8 +28,6 @@ from placement_api.rendering import error_response
 from placement_api.request_limits import RequestLimitsMiddleware
 from placement_api.routers import ROUTERS
 from placement_api.settings import Settings, get_settings
-
-LOG = logging.getLogger(__name__)
 
 
 class PlacementCORSMiddleware(CORSMiddleware):
@@ -118,6 +115,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "microversion are described per operation."
         ),
         lifespan=lifespan,
+        # Upstream has one spelling of each path: "/resource_providers/" is a
+        # 404, not a redirect (whose Location would come from the Host header).
+        redirect_slashes=False,
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
@@ -175,8 +175,3 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         return render(request, errors.BadRequest(f"Invalid request: {exc.errors()[0]['msg']}"))
-
-    @app.exception_handler(Exception)
-    async def unexpected_error(request: Request, exc: Exception) -> Response:
-        LOG.exception("unexpected error handling %s %s", request.method, request.url.path)
-        return render(request, errors.PlacementError("An unexpected error occurred."))

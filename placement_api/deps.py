@@ -15,9 +15,9 @@ from placement_api.auth import Authenticator, RequestContext
 from placement_api.change_feed import ChangeFeed, ChangeSignal
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes
+from placement_api.input_checks import decode_json
 from placement_api.microversion import Version
 from placement_api.policy import Policy
-from placement_api.schemas.validation import decode_json
 from placement_api.settings import Settings
 
 JSON_MEDIA_TYPE = "application/json"
@@ -153,7 +153,7 @@ async def json_body(request: Request) -> Any:
         raise errors.UnsupportedMediaType(
             f"The media type {media} is not supported, use application/json"
         )
-    return decode_json(raw)
+    return decode_json(raw, max_depth=services(request).settings.max_json_depth)
 
 
 ApiDep = Annotated[ApiRequest, Depends(api_request)]

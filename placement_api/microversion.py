@@ -11,6 +11,7 @@ import re
 from typing import NamedTuple
 
 from placement_api import errors
+from placement_api.input_checks import shortened
 
 SERVICE_TYPE = "placement"
 HEADER = "OpenStack-API-Version"
@@ -80,9 +81,12 @@ def parse_version(text: str) -> Version:
     if text == "latest":
         return MAX_VERSION
     match = _VERSION_RE.match(text)
-    if not match:
-        raise errors.BadRequest(f"invalid version string: {text}")
-    return Version(int(match.group(1)), int(match.group(2)))
+    try:
+        if match:
+            return Version(int(match.group(1)), int(match.group(2)))
+    except ValueError:
+        pass  # more digits than int() parses: as upstream, not a version string
+    raise errors.BadRequest(f"invalid version string: {shortened(text)}")
 
 
 def requested_text(header_value: str | None) -> str | None:
@@ -103,7 +107,7 @@ def negotiate(header_value: str | None) -> Version:
     version = parse_version(text)
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise errors.NotAcceptable(
-            f"Unacceptable version header: {text}",
+            f"Unacceptable version header: {shortened(text)}",
             extra={"min_version": str(MIN_VERSION), "max_version": str(MAX_VERSION)},
         )
     return version

@@ -1,4 +1,5 @@
-"""ASGI middleware: request ids and microversion negotiation for every request.
+"""ASGI middleware: request ids, microversion negotiation and the edge checks
+of every request, and the one place an unexpected error becomes a 500.
 
 It runs before routing, so even a 404 or 405 carries the request id and the
 negotiated ``OpenStack-API-Version``.
@@ -6,6 +7,7 @@ negotiated ``OpenStack-API-Version``.
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 
@@ -13,7 +15,10 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placement_api import errors, microversion
+from placement_api.input_checks import check_path_and_query
 from placement_api.rendering import error_response
+
+LOG = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "x-openstack-request-id"
 _REQUEST_ID_RE = re.compile(r"^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -36,15 +41,42 @@ class PlacementRequestMiddleware:
         request_id = incoming if _REQUEST_ID_RE.match(incoming) else new_request_id()
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
+        version = microversion.MIN_VERSION
         try:
             version = microversion.negotiate(headers.get(microversion.HEADER))
+            check_path_and_query(scope["path"], scope.get("query_string", b""))
         except errors.PlacementError as error:
-            version = microversion.MIN_VERSION
             response = error_response(error, request_id, headers.get("accept"))
             await response(scope, receive, _with_headers(send, request_id, version))
             return
         state["microversion"] = version
-        await self.app(scope, receive, _with_headers(send, request_id, version))
+        await self._call_app(scope, receive, _with_headers(send, request_id, version))
+
+    async def _call_app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the app; an exception it lets out becomes a Placement 500, logged once.
+
+        Handled here rather than re-raised (as Starlette's outermost handler
+        does), so the server sees a finished response and keeps the
+        connection open for the client's next request.
+        """
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            if started:
+                # Half a response is out: only closing the connection can end it.
+                raise
+            LOG.exception("unexpected error handling %s %s", scope["method"], scope["path"])
+            error = errors.PlacementError("An unexpected error occurred.")
+            request_id = scope["state"]["request_id"]
+            accept = Headers(scope=scope).get("accept")
+            await error_response(error, request_id, accept)(scope, receive, send)
 
 
 def _with_headers(send: Send, request_id: str, version: microversion.Version) -> Send:

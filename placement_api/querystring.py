@@ -12,7 +12,9 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 
 from placement_api import errors
+from placement_api.input_checks import shortened
 from placement_api.microversion import Version
+from placement_api.schemas.common import MAX_INT
 
 _RESOURCES_FORM = (
     "Badly formed resources parameter. Expected resources query string parameter in form: "
@@ -34,11 +36,18 @@ def parse_resources(text: str) -> dict[str, int]:
             amount = int(amount_text)
         except ValueError as exc:
             raise errors.BadRequest(
-                f"Requested resource {name} expected positive integer amount. Got: {amount_text}."
+                f"Requested resource {name} expected positive integer amount. "
+                f"Got: {shortened(amount_text)}."
             ) from exc
         if amount < 1:
             raise errors.BadRequest(
                 f"Requested resource {name} requires amount >= 1. Got: {amount}."
+            )
+        if amount > MAX_INT:
+            # No inventory's max_unit is larger, and SQL adds amounts to 64-bit usage.
+            raise errors.BadRequest(
+                f"Requested resource {name} requires amount <= {MAX_INT}. "
+                f"Got: {shortened(amount_text)}."
             )
         if name in amounts:
             raise errors.BadRequest(_RESOURCES_FORM.format(got=got))

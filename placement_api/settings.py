@@ -103,6 +103,15 @@ class Settings(BaseSettings):
     max_allocation_candidates: int = Field(
         default=-1, description="Cap on candidates generated per request; -1 means no cap."
     )
+    max_json_depth: int = Field(
+        default=32,
+        ge=8,
+        le=512,
+        description=(
+            "Deepest nesting of objects and arrays a JSON request body may have (the "
+            "deepest Placement body, a reshape, needs 6); a deeper one is a 400."
+        ),
+    )
 
     # Limits on what one request may ask of the server (issue: hostile input).
     max_body_bytes: int = Field(

@@ -8,13 +8,19 @@ from typing import Annotated, Any
 from pydantic import Field, RootModel, WithJsonSchema
 
 from placement_api.microversion import Version
-from placement_api.schemas.common import RequestModel, ResponseModel
+from placement_api.schemas.common import Generation, RequestModel, ResponseModel
 from placement_api.schemas.validation import load_body
 
 AggregateUuids = Annotated[
     list[str],
     WithJsonSchema(
-        {"type": "array", "items": {"type": "string", "format": "uuid"}, "uniqueItems": True}
+        {
+            "type": "array",
+            # Stored as given: the longer spellings of a uuid (braces, "urn:uuid:")
+            # would not fit the 36-character column.
+            "items": {"type": "string", "format": "uuid", "maxLength": 36},
+            "uniqueItems": True,
+        }
     ),
 ]
 
@@ -27,7 +33,7 @@ class AggregatesUpdate(RequestModel):
     """``PUT /resource_providers/{uuid}/aggregates`` from 1.19: guarded by the generation."""
 
     aggregates: AggregateUuids
-    resource_provider_generation: int
+    resource_provider_generation: Generation
 
 
 class ProviderAggregates(ResponseModel):

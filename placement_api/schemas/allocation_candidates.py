@@ -13,12 +13,10 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, WithJsonSchema
 from pydantic.config import JsonDict
 
-from placement_api.domain.candidates.request import NAMED_SUFFIX, NUMBERED_SUFFIX
+from placement_api.domain.candidates.request import LIMIT_PATTERN, NAMED_SUFFIX, NUMBERED_SUFFIX
 from placement_api.schemas.common import RequestModel, ResponseModel, VersionedShape
 
-Limit = Annotated[
-    str, WithJsonSchema({"type": "string", "pattern": "^[1-9][0-9]*$", "minLength": 1})
-]
+Limit = Annotated[str, WithJsonSchema({"type": "string", "pattern": LIMIT_PATTERN, "minLength": 1})]
 GroupPolicy = Literal["none", "isolate"]
 
 

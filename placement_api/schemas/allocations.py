@@ -11,7 +11,10 @@ from typing import Annotated, Any
 
 from pydantic import Field, RootModel, WithJsonSchema
 
+from placement_api.domain.candidates.request import NAMED_SUFFIX
 from placement_api.schemas.common import (
+    GENERATION_RANGE,
+    MAX_BIGINT,
     RESOURCE_CLASS_PATTERN,
     RequestModel,
     ResponseModel,
@@ -22,8 +25,10 @@ from placement_api.schemas.common import (
 # Placement's keys are loose: 36 characters of hex digits and dashes.
 UUID_KEY_PATTERN = r"^[0-9a-fA-F-]{36}$"
 CONSUMER_TYPE_PATTERN = r"^[A-Z0-9_]+$"
-# Request group suffixes (1.33+), the keys of ``mappings``.
-GROUP_SUFFIX_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+# The keys of ``mappings`` checked, as upstream spells them: unanchored, so
+# any key holding a suffix character must map to provider uuids; other keys
+# (an empty one) are not checked at all.
+MAPPED_SUFFIX_PATTERN = NAMED_SUFFIX
 
 
 def keyed_object(
@@ -41,10 +46,16 @@ def keyed_object(
 
 Amounts = Annotated[
     dict[str, int],
-    keyed_object(RESOURCE_CLASS_PATTERN, {"type": "integer", "minimum": 1}, min_properties=1),
+    keyed_object(
+        RESOURCE_CLASS_PATTERN,
+        {"type": "integer", "minimum": 1, "maximum": MAX_BIGINT},
+        min_properties=1,
+    ),
 ]
 ExternalId = Annotated[str, Field(min_length=1, max_length=255)]
-ConsumerGeneration = Annotated[int | None, WithJsonSchema({"type": ["integer", "null"]})]
+ConsumerGeneration = Annotated[
+    int | None, WithJsonSchema({"type": ["integer", "null"], **GENERATION_RANGE})
+]
 ConsumerType = Annotated[str, Field(pattern=CONSUMER_TYPE_PATTERN, min_length=1, max_length=255)]
 Mappings = Annotated[
     dict[str, Any] | None,
@@ -52,7 +63,7 @@ Mappings = Annotated[
         {
             "type": "object",
             "patternProperties": {
-                GROUP_SUFFIX_PATTERN: {
+                MAPPED_SUFFIX_PATTERN: {
                     "type": "array",
                     "minItems": 1,
                     "items": {"type": "string", "format": "uuid"},

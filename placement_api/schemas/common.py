@@ -21,11 +21,17 @@ ShapeT = TypeVar("ShapeT")
 RESOURCE_CLASS_PATTERN = r"^[A-Z0-9_]+$"
 CUSTOM_RESOURCE_CLASS_PATTERN = r"^CUSTOM_[A-Z0-9_]+$"
 MAX_INT = 2147483647
+# Generations are 32-bit columns; amounts are checked against 64-bit ones.
+MIN_INT = -2147483648
+MAX_BIGINT = 2**63 - 1
+GENERATION_RANGE: dict[str, Any] = {"minimum": MIN_INT, "maximum": MAX_INT}
 
 Uuid = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})]
 NullableUuid = Annotated[
     str | None, WithJsonSchema({"anyOf": [{"type": "string", "format": "uuid"}, {"type": "null"}]})
 ]
+# Upstream's generations are any integer; ours stop at the column's range.
+Generation = Annotated[int, Field(ge=MIN_INT, le=MAX_INT)]
 ProviderName = Annotated[str, Field(min_length=1, max_length=200)]
 ResourceClassName = Annotated[str, Field(pattern=RESOURCE_CLASS_PATTERN, max_length=255)]
 

@@ -14,8 +14,10 @@ from pydantic import Field, WithJsonSchema
 
 from placement_api.domain.capacity import InventoryLimits
 from placement_api.schemas.common import (
+    GENERATION_RANGE,
     MAX_INT,
     RESOURCE_CLASS_PATTERN,
+    Generation,
     RequestModel,
     ResponseModel,
     pattern_keyed_object,
@@ -28,7 +30,7 @@ PositiveInt = Annotated[int, Field(ge=1, le=MAX_INT)]
 NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_INT)]
 AllocationRatio = Annotated[float, Field(le=MAX_ALLOCATION_RATIO)]
 # May be left out; when sent it must be an integer (JSON null is refused too).
-OptionalGeneration = Annotated[int | None, WithJsonSchema({"type": "integer"})]
+OptionalGeneration = Annotated[int | None, WithJsonSchema({"type": "integer", **GENERATION_RANGE})]
 
 
 class InventoryFields(RequestModel):
@@ -62,7 +64,7 @@ class InventoryCreate(InventoryFields):
 class InventoryUpdate(InventoryFields):
     """PUT /resource_providers/{uuid}/inventories/{resource_class}."""
 
-    resource_provider_generation: int
+    resource_provider_generation: Generation
 
 
 InventoriesByClass = Annotated[
@@ -74,7 +76,7 @@ InventoriesByClass = Annotated[
 class InventoriesReplace(RequestModel):
     """PUT /resource_providers/{uuid}/inventories: the provider's whole inventory."""
 
-    resource_provider_generation: int
+    resource_provider_generation: Generation
     inventories: InventoriesByClass
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import Field
 
 from placement_api import errors
-from placement_api.schemas.common import RequestModel, ResponseModel
+from placement_api.schemas.common import Generation, RequestModel, ResponseModel
 
 MAX_TRAIT_LENGTH = 255
 _CUSTOM_TRAIT_RE = re.compile(r"CUSTOM_[A-Z0-9_]+")
@@ -28,7 +28,7 @@ class ProviderTraitsUpdate(RequestModel):
     """``PUT /resource_providers/{uuid}/traits``: the whole new trait set."""
 
     traits: list[TraitName]
-    resource_provider_generation: int
+    resource_provider_generation: Generation
 
 
 class TraitList(ResponseModel):

@@ -8,7 +8,6 @@ checked data is then loaded into the model for typed access.
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import Any, TypeVar
 
@@ -59,13 +58,6 @@ def load_body(model: type[ModelT], data: Any) -> ModelT:
 
 def load_query(model: type[ModelT], params: dict[str, Any]) -> ModelT:
     return load(model, params, prefix="Invalid query string parameters")
-
-
-def decode_json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise errors.BadRequest(f"Malformed JSON: {exc}") from exc
 
 
 def _pydantic_message(exc: ValidationError) -> str:

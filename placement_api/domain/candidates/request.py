@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from placement_api import errors
+from placement_api.input_checks import shortened
 from placement_api.microversion import Version
 from placement_api.querystring import (
     AggregateFilter,
@@ -34,6 +35,13 @@ GROUP_PREFIXES = ("resources", "required", "member_of", "in_tree")
 # root_required keeps the trait syntax ``required`` had before any-traits
 # (1.39): plain and ``!`` names, no ``in:``.
 _ROOT_REQUIRED_SYNTAX = Version(1, 38)
+# ``limit`` is a positive integer of at most 19 digits (the int64 range's
+# length): that is already more candidates than any cloud has.
+LIMIT_PATTERN = "^[1-9][0-9]{0,18}$"
+QUERY_VALUE_RULES = {
+    "limit": re.compile(LIMIT_PATTERN),
+    "group_policy": re.compile("none|isolate"),
+}
 QueryItems = Sequence[tuple[str, str]]
 
 
@@ -109,9 +117,18 @@ def _values(items: QueryItems, key: str) -> list[str]:
 
 
 def _first(items: QueryItems, key: str) -> str | None:
-    """Upstream reads the first of repeated ``limit``/``group_policy`` keys."""
+    """Upstream reads the first of repeated ``limit``/``group_policy`` keys.
+
+    The query schema has seen only the last of them, so the first is
+    checked here against the same rule."""
     values = _values(items, key)
-    return values[0] if values else None
+    if not values:
+        return None
+    if not QUERY_VALUE_RULES[key].fullmatch(values[0]):
+        raise errors.BadRequest(
+            f"Invalid query string parameters: '{shortened(values[0])}' is not a valid {key}."
+        )
+    return values[0]
 
 
 def _first_int(items: QueryItems, key: str) -> int | None:

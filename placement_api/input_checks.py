@@ -1,0 +1,102 @@
+"""Checks every request gets once, at the edge, before any handler sees it.
+
+Whatever a client sends may end up in SQL or in arithmetic, so text must be
+free of control characters (PostgreSQL refuses NUL outright; the others have
+no business in a name or an id), a JSON body may only nest so deep and its
+numbers must be finite. Field-specific rules (patterns, integer ranges) live
+in the request schemas; these are the rules that hold for every field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+from urllib.parse import parse_qsl
+
+from placement_api import errors
+
+# C0 and C1 controls, DEL, and lone surrogates (JSON's "\ud800" decodes to one,
+# and no database encoding can store it).
+_CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# Details echo what was refused; a 10 kB parameter is shown cut short.
+_ECHO_LIMIT = 80
+
+
+def shortened(text: str) -> str:
+    return text if len(text) <= _ECHO_LIMIT else f"{text[:_ECHO_LIMIT]}... ({len(text)} characters)"
+
+
+def check_text(text: str, what: str) -> None:
+    """Refuse ``text`` (described by ``what``) when it holds a control character."""
+    found = _CONTROL_CHARACTER.search(text)
+    if found is not None:
+        raise errors.BadRequest(
+            f"{what} contains the control character U+{ord(found.group()):04X}, "
+            "which is not allowed."
+        )
+
+
+def check_path_and_query(path: str, query_string: bytes) -> None:
+    """The decoded path and every query parameter's name and value."""
+    check_text(path, "The request path")
+    # Parsed the way Starlette parses it, so the check sees what handlers see.
+    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        check_text(name, f"The name of query parameter {shortened(name)!r}")
+        check_text(value, f"Query parameter {shortened(name)!r}")
+
+
+def _refuse_constant(name: str) -> float:
+    raise errors.BadRequest(f"Malformed JSON: {name} is not a number JSON allows.")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise errors.BadRequest(f"Malformed JSON: the number {shortened(text)} is out of range.")
+    return value
+
+
+def decode_json(raw: bytes, *, max_depth: int) -> Any:
+    """Parse a JSON body and check it as a whole: depth, strings, numbers."""
+    try:
+        data = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError as exc:
+        raise _too_deep(max_depth) from exc
+    except ValueError as exc:
+        raise errors.BadRequest(f"Malformed JSON: {exc}") from exc
+    _check_document(data, max_depth)
+    return data
+
+
+def _too_deep(max_depth: int) -> errors.BadRequest:
+    return errors.BadRequest(
+        f"Malformed JSON: the document nests deeper than the allowed {max_depth} levels."
+    )
+
+
+def _location(path: tuple[str, ...]) -> str:
+    return "/" + "/".join(shortened(part) for part in path)
+
+
+def _check_document(data: Any, max_depth: int) -> None:
+    """Every string (keys included) and the nesting depth, walked with a stack
+    of its own: the document may nest deeper than Python's recursion limit."""
+    pending: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
+    while pending:
+        value, path = pending.pop()
+        if isinstance(value, str):
+            check_text(value, f"JSON does not validate: the string at {_location(path)}")
+            continue
+        if not isinstance(value, dict | list):
+            continue
+        # A container at ``path`` is len(path) + 1 levels deep.
+        if len(path) >= max_depth:
+            raise _too_deep(max_depth)
+        if isinstance(value, dict):
+            for key, child in value.items():
+                check_text(key, f"JSON does not validate: a key at {_location(path)}")
+                pending.append((child, (*path, key)))
+        else:
+            pending.extend((child, (*path, str(index))) for index, child in enumerate(value))

@@ -16,7 +16,10 @@ from pydantic.config import JsonDict
 from placement_api.domain.candidates.request import LIMIT_PATTERN, NAMED_SUFFIX, NUMBERED_SUFFIX
 from placement_api.schemas.common import RequestModel, ResponseModel, VersionedShape
 
-Limit = Annotated[str, WithJsonSchema({"type": "string", "pattern": LIMIT_PATTERN, "minLength": 1})]
+# A plain string schema (no anyOf-null), so a bad value's message names ``limit``.
+OptionalLimit = Annotated[
+    str | None, WithJsonSchema({"type": "string", "pattern": LIMIT_PATTERN, "minLength": 1})
+]
 GroupPolicy = Literal["none", "isolate"]
 
 
@@ -39,7 +42,7 @@ class CandidatesQuery(RequestModel):
 
 
 class CandidatesQuery1_16(CandidatesQuery):
-    limit: Limit | None = None
+    limit: OptionalLimit = None
 
 
 class CandidatesQuery1_17(CandidatesQuery1_16):
@@ -55,7 +58,7 @@ class CandidatesQuery1_25(RequestModel):
 
     model_config = _group_keys(NUMBERED_SUFFIX, ("resources", "required", "member_of"))
 
-    limit: Limit | None = None
+    limit: OptionalLimit = None
     group_policy: GroupPolicy | None = None
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import uuid
 
+from tests.api.allocation_helpers import new_uuid, provider_with, put_allocations
 from tests.support.client import PlacementClient, error_code
+from tests.support.snapshot import database_snapshot
 
 
 async def test_create_returns_body_from_1_20_and_location_before(api: PlacementClient) -> None:
@@ -78,6 +80,19 @@ async def test_delete_parent_is_refused_until_children_are_gone(api: PlacementCl
     assert (await api.delete(f"/resource_providers/{parent['uuid']}")).status_code == 204
     missing = await api.get(f"/resource_providers/{parent['uuid']}")
     assert missing.status_code == 404
+
+
+async def test_a_parent_with_allocations_too_answers_cannot_delete_parent(
+    api: PlacementClient, database_url: str
+) -> None:
+    parent = await provider_with(api, {"VCPU": {"total": 8}})
+    await api.create_provider("kid", parent_provider_uuid=parent)
+    assert (await put_allocations(api, new_uuid(), {parent: {"VCPU": 1}})).status_code == 204
+    before = await database_snapshot(database_url)
+    refused = await api.delete(f"/resource_providers/{parent}")
+    assert refused.status_code == 409
+    assert error_code(refused) == "placement.resource_provider.cannot_delete_parent"
+    assert await database_snapshot(database_url) == before
 
 
 async def test_list_rejects_unknown_and_malformed_query(api: PlacementClient) -> None:

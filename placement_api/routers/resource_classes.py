@@ -37,6 +37,8 @@ async def list_resource_classes(api: ApiDep, db: DbDep) -> Response:
     "/resource_classes",
     operation_id="createResourceClass",
     status_code=201,
+    # The answer has no body (only Location): documented without a JSON one.
+    response_class=Response,
     responses={201: {"description": "Created; the Location header names the class."}},
     openapi_extra=request_body(schemas.ResourceClassCreate),
 )

@@ -91,6 +91,8 @@ async def show_trait(name: str, api: ApiDep, db: DbDep) -> Response:
     "/traits/{name}",
     operation_id="createTrait",
     status_code=201,
+    # The answer has no body (only Location): documented without a JSON one.
+    response_class=Response,
     responses={
         201: {"description": "Created; the Location header names the trait."},
         204: {"description": "The trait already existed."},

@@ -74,7 +74,9 @@ def request_body(*models: type[BaseModel], description: str = "") -> dict[str, A
     for model in models:
         DOCUMENTED_REQUEST_MODELS[model.__name__] = model
     refs = [{"$ref": f"#/components/schemas/{model.__name__}"} for model in models]
-    schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
+    # anyOf, not oneOf: a newer shape usually extends an older one, so one
+    # body may match several (a body matching two is no error).
+    schema = refs[0] if len(refs) == 1 else {"anyOf": refs}
     body: dict[str, Any] = {
         "required": True,
         "content": {"application/json": {"schema": schema}},

@@ -10,6 +10,7 @@ import pytest
 
 from tests.api.hostile import (
     Bad,
+    Body,
     World,
     allocation,
     assert_refused_without_change,
@@ -94,7 +95,7 @@ NOT_FINITE = [
 
 PROVIDER = "12345678-1234-1234-1234-123456789abc"
 # Upstream's pattern is unanchored: a key merely holding a suffix character is checked.
-MAPPINGS_REFUSED = {
+MAPPINGS_REFUSED: dict[str, Any] = {
     "null": None,
     "a list": [PROVIDER],
     "a string": PROVIDER,
@@ -105,11 +106,20 @@ MAPPINGS_REFUSED = {
     "a key with a space": {"x y": []},
     "a key longer than a suffix": {"s" * 65: "x"},
 }
+
+
+def _with_mappings(shape: Any) -> Body:
+    return lambda world: allocation(world, mappings=shape)
+
+
+def _aggregates(uuids: list[str]) -> Body:
+    return lambda world: {"resource_provider_generation": 3, "aggregates": uuids}
+
+
 MAPPINGS = [
-    Bad("PUT", "/allocations/{consumer}", "JSON does not validate",
-        json=lambda w, shape=shape: allocation(w, mappings=shape))
+    Bad("PUT", "/allocations/{consumer}", "JSON does not validate", json=_with_mappings(shape))
     for shape in MAPPINGS_REFUSED.values()
-]  # fmt: skip
+]
 
 CASES = {
     "integers": INTEGERS,
@@ -154,6 +164,6 @@ async def test_an_aggregate_uuid_spelled_longer_than_36_characters_is_refused(
             "PUT",
             "/resource_providers/{rp}/aggregates",
             "is too long",
-            json=lambda w, s=spelled: {"resource_provider_generation": 3, "aggregates": [s]},
+            json=_aggregates([spelled]),
         )
         await assert_refused_without_change(api, database_url, world, bad)

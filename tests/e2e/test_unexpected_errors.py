@@ -41,22 +41,24 @@ def test_a_500_is_a_placement_error_and_the_connection_stays_usable(tmp_path: Pa
     unanswered = f"http://127.0.0.1:{free_port()}/"
     policy.write_text(f'"placement:resource_providers:list": "{unanswered}"\n')
     database = f"sqlite+aiosqlite:///{tmp_path / 'placement.sqlite'}"
-    with live_server(database, PLACEMENT_POLICY_FILE=str(policy)) as server:
-        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
-            sock.sendall(b"GET /resource_providers HTTP/1.1\r\nHost: x\r\n" + HEADERS + b"\r\n")
-            status, headers, body = _read_response(sock)
-            assert status.startswith(b"HTTP/1.1 500")
-            error = json.loads(body)["errors"][0]
-            assert error["status"] == 500
-            assert error["detail"] == "An unexpected error occurred."
-            assert error["request_id"] == headers["x-openstack-request-id"]
-            assert headers["openstack-api-version"] == "placement 1.39"
-            assert headers.get("connection", "keep-alive") != "close"
-            # The same connection answers the next request.
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            status, _, body = _read_response(sock)
-            assert status.startswith(b"HTTP/1.1 200")
-            assert "versions" in json.loads(body)
+    with (
+        live_server(database, PLACEMENT_POLICY_FILE=str(policy)) as server,
+        socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock,
+    ):
+        sock.sendall(b"GET /resource_providers HTTP/1.1\r\nHost: x\r\n" + HEADERS + b"\r\n")
+        status, headers, body = _read_response(sock)
+        assert status.startswith(b"HTTP/1.1 500")
+        error = json.loads(body)["errors"][0]
+        assert error["status"] == 500
+        assert error["detail"] == "An unexpected error occurred."
+        assert error["request_id"] == headers["x-openstack-request-id"]
+        assert headers["openstack-api-version"] == "placement 1.39"
+        assert headers.get("connection", "keep-alive") != "close"
+        # The same connection answers the next request.
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, body = _read_response(sock)
+        assert status.startswith(b"HTTP/1.1 200")
+        assert "versions" in json.loads(body)
     assert server.process.stderr is not None
     log = server.process.stderr.read().decode()
     # One record (its traceback shows the exceptions chained within it);

@@ -66,8 +66,19 @@ def decode_json(raw: bytes, *, max_depth: int) -> Any:
         raise _too_deep(max_depth) from exc
     except ValueError as exc:
         raise errors.BadRequest(f"Malformed JSON: {exc}") from exc
-    _check_document(data, max_depth)
+    _check_depth(data, max_depth)
+    if json.detect_encoding(raw) != "utf-8" or _MAY_HOLD_CONTROL.search(raw):
+        _check_strings(data)
     return data
+
+
+# Where a UTF-8 body's strings can get a control character or a lone
+# surrogate from: an escape of one, a raw DEL, C1 control or encoded
+# surrogate (json decodes with "surrogatepass"); raw C0 controls are invalid
+# JSON. Bodies without any (nearly all) need no walk over their strings.
+_MAY_HOLD_CONTROL = re.compile(
+    rb"\\u00[0189][0-9a-fA-F]|\\u007[fF]|\\u[dD][89a-fA-F]|\x7f|\xc2[\x80-\x9f]|\xed[\xa0-\xbf]"
+)
 
 
 def _too_deep(max_depth: int) -> errors.BadRequest:
@@ -76,27 +87,34 @@ def _too_deep(max_depth: int) -> errors.BadRequest:
     )
 
 
+def _check_depth(data: Any, max_depth: int) -> None:
+    """Walked with a stack of its own: the document may nest deeper than
+    Python's recursion limit (but not than json's, which is caught above)."""
+    pending: list[tuple[Any, int]] = [(data, 1)] if isinstance(data, dict | list) else []
+    while pending:
+        value, depth = pending.pop()
+        children = value.values() if isinstance(value, dict) else value
+        if depth > max_depth:
+            raise _too_deep(max_depth)
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
 def _location(path: tuple[str, ...]) -> str:
     return "/" + "/".join(shortened(part) for part in path)
 
 
-def _check_document(data: Any, max_depth: int) -> None:
-    """Every string (keys included) and the nesting depth, walked with a stack
-    of its own: the document may nest deeper than Python's recursion limit."""
+def _check_strings(data: Any) -> None:
+    """Every string of the document, keys included; the detail names where."""
     pending: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
     while pending:
         value, path = pending.pop()
         if isinstance(value, str):
-            check_text(value, f"JSON does not validate: the string at {_location(path)}")
-            continue
-        if not isinstance(value, dict | list):
-            continue
-        # A container at ``path`` is len(path) + 1 levels deep.
-        if len(path) >= max_depth:
-            raise _too_deep(max_depth)
-        if isinstance(value, dict):
+            if _CONTROL_CHARACTER.search(value):
+                check_text(value, f"JSON does not validate: the string at {_location(path)}")
+        elif isinstance(value, dict):
             for key, child in value.items():
-                check_text(key, f"JSON does not validate: a key at {_location(path)}")
+                if _CONTROL_CHARACTER.search(key):
+                    check_text(key, f"JSON does not validate: a key at {_location(path)}")
                 pending.append((child, (*path, key)))
-        else:
+        elif isinstance(value, list):
             pending.extend((child, (*path, str(index))) for index, child in enumerate(value))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -28,6 +29,8 @@ from placement_api.rendering import error_response
 from placement_api.request_limits import RequestLimitsMiddleware
 from placement_api.routers import ROUTERS
 from placement_api.settings import Settings, get_settings
+
+LOG = logging.getLogger(__name__)
 
 
 class PlacementCORSMiddleware(CORSMiddleware):

@@ -1,17 +1,18 @@
 """A 500 from the served process: Placement's error body and headers, the
 keep-alive connection still usable, the traceback logged once.
 
-The failure is a real one: a policy rule that asks a policy server (oslo.policy's
-``http:`` check) which does not answer.
+The failure is a real one: a table an operator dropped from the SQLite file
+under the running server (not an outage, which would be a 503: a bug's 500).
 """
 
 from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 from pathlib import Path
 
-from tests.support.server import free_port, live_server
+from tests.support.server import live_server
 
 HEADERS = b"x-auth-token: admin\r\nopenstack-api-version: placement 1.39\r\n"
 
@@ -37,15 +38,14 @@ def _read_response(sock: socket.socket) -> tuple[bytes, dict[str, str], bytes]:
 
 
 def test_a_500_is_a_placement_error_and_the_connection_stays_usable(tmp_path: Path) -> None:
-    policy = tmp_path / "policy.yaml"
-    unanswered = f"http://127.0.0.1:{free_port()}/"
-    policy.write_text(f'"placement:resource_providers:list": "{unanswered}"\n')
-    database = f"sqlite+aiosqlite:///{tmp_path / 'placement.sqlite'}"
+    path = tmp_path / "placement.sqlite"
     with (
-        live_server(database, PLACEMENT_POLICY_FILE=str(policy)) as server,
+        live_server(f"sqlite+aiosqlite:///{path}") as server,
         socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock,
     ):
-        sock.sendall(b"GET /resource_providers HTTP/1.1\r\nHost: x\r\n" + HEADERS + b"\r\n")
+        with sqlite3.connect(path) as broken:
+            broken.execute("DROP TABLE traits")
+        sock.sendall(b"GET /traits HTTP/1.1\r\nHost: x\r\n" + HEADERS + b"\r\n")
         status, headers, body = _read_response(sock)
         assert status.startswith(b"HTTP/1.1 500")
         error = json.loads(body)["errors"][0]
@@ -59,10 +59,9 @@ def test_a_500_is_a_placement_error_and_the_connection_stays_usable(tmp_path: Pa
         status, _, body = _read_response(sock)
         assert status.startswith(b"HTTP/1.1 200")
         assert "versions" in json.loads(body)
-    assert server.process.stderr is not None
-    log = server.process.stderr.read().decode()
+        log = server.log_text()
     # One record (its traceback shows the exceptions chained within it);
     # uvicorn's own "Exception in ASGI application" would be a second.
-    assert log.count("unexpected error handling GET /resource_providers") == 1, log
+    assert log.count("unexpected error handling GET /traits") == 1, log
     assert "Exception in ASGI application" not in log
-    assert log.count("requests.exceptions.ConnectionError") == 1
+    assert "no such table: traits" in log

@@ -6,7 +6,7 @@ HOST      ?= 127.0.0.1
 PORT      ?= 8778
 export PLACEMENT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/var/placement.sqlite
 
-.PHONY: install run test lint openapi openapi-check bench demo pg-up keystone mariadb-up clean
+.PHONY: install run test lint openapi openapi-check bench demo pg-up keystone mariadb-up clean dist
 
 install: $(STAMP)
 
@@ -66,5 +66,9 @@ bench: install pg-up mariadb-up
 demo: install
 	$(PY) -m scheduler.demo
 
+# The wheel that docs/deploy.md installs (tests/e2e/test_wheel.py proves it).
+dist: install
+	$(PY) -m pip wheel --no-deps -w dist .
+
 clean:
-	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) var dist build .mypy_cache .ruff_cache .pytest_cache

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
 import typer
 from prometheus_client import start_http_server
 from pydantic import ValidationError
@@ -28,7 +29,12 @@ from agent.reporting_pass import (
     discover,
     plan_for,
 )
-from agent.settings import CONFIG_FILE_VARIABLE, AgentSettings, load_settings
+from agent.settings import (
+    CONFIG_FILE_VARIABLE,
+    DEFAULT_CONFIG_FILE,
+    AgentSettings,
+    load_settings,
+)
 from agent.show import plan_document, print_plan
 from agent.state import StateStore
 from placement_client import PlacementClient
@@ -42,38 +48,77 @@ app = typer.Typer(
 err_console = Console(stderr=True, soft_wrap=True)
 log = logging.getLogger("agent")
 
+
+def _setting(name: str, text: str) -> str:
+    """Help for an option that overrides a setting: its variable and default."""
+    default = AgentSettings.model_fields[name].default
+    return f"{text} (env var PLACEMENT_AGENT_{name.upper()}; default {default})"
+
+
 ApiUrl = Annotated[
     str | None,
-    typer.Option("--api-url", help="Placement API endpoint (default: the Keystone catalog's)."),
+    typer.Option(
+        "--api-url", help=_setting("api_url", "Placement API endpoint (None: the catalog's).")
+    ),
 ]
 Token = Annotated[
     str | None,
-    typer.Option("--token", help="Static X-Auth-Token (noauth2); unset: Keystone credentials."),
+    typer.Option(
+        "--token",
+        help=_setting("token", "Static X-Auth-Token (noauth2); None: Keystone credentials."),
+    ),
 ]
 AuthConfig = Annotated[
     Path | None,
     typer.Option(
         "--auth-config",
-        help="INI file with a Nova-style [placement] section of keystoneauth1 options.",
+        help=_setting(
+            "auth_config_file",
+            "INI file with a Nova-style [placement] section of keystoneauth1 options.",
+        ),
     ),
 ]
 AuthSection = Annotated[
-    str | None, typer.Option("--auth-section", help="Section of --auth-config (placement).")
+    str | None,
+    typer.Option("--auth-section", help=_setting("auth_section", "Section of --auth-config.")),
 ]
-LibvirtUri = Annotated[str | None, typer.Option("--libvirt-uri", help="libvirt connection URI.")]
-StateDir = Annotated[Path | None, typer.Option("--state-dir", help="Keeps the provider uuid.")]
+LibvirtUri = Annotated[
+    str | None,
+    typer.Option("--libvirt-uri", help=_setting("libvirt_uri", "libvirt connection URI.")),
+]
+StateDir = Annotated[
+    Path | None,
+    typer.Option("--state-dir", help=_setting("state_dir", "Keeps the provider uuid.")),
+]
 InstancesPath = Annotated[
-    Path | None, typer.Option("--instances-path", help="Filesystem reported as DISK_GB.")
+    Path | None,
+    typer.Option(
+        "--instances-path", help=_setting("instances_path", "Filesystem reported as DISK_GB.")
+    ),
 ]
 ProviderConfigPath = Annotated[
-    Path | None, typer.Option("--provider-config", help="YAML custom inventory and traits.")
+    Path | None,
+    typer.Option(
+        "--provider-config",
+        help=_setting("provider_config", "YAML custom inventory and traits."),
+    ),
 ]
 ProviderName = Annotated[
-    str | None, typer.Option("--provider-name", help="Root provider name (default: hostname).")
+    str | None,
+    typer.Option(
+        "--provider-name", help=_setting("provider_name", "Root provider name (None: hostname).")
+    ),
 ]
-Interval = Annotated[float | None, typer.Option("--interval", help="Seconds between passes.")]
+Interval = Annotated[
+    float | None, typer.Option("--interval", help=_setting("interval", "Seconds between passes."))
+]
 ConfigFile = Annotated[
-    Path | None, typer.Option("--config", help=f"YAML settings file (or ${CONFIG_FILE_VARIABLE}).")
+    Path | None,
+    typer.Option(
+        "--config",
+        help=f"YAML settings file (env var {CONFIG_FILE_VARIABLE}; "
+        f"default {DEFAULT_CONFIG_FILE} when it exists).",
+    ),
 ]
 Once = Annotated[
     bool,
@@ -197,11 +242,31 @@ def _run(options: dict[str, Any], config: Path | None, once: bool, verbose: bool
     _configure_logging(verbose)
     settings = _settings(config, options)
     if once:
+        _require_reachable(settings)
         result = asyncio.run(_one_pass(settings))
         raise typer.Exit(code=int(result.outcome))
     if settings.metrics_port is not None:
         start_http_server(settings.metrics_port)
     asyncio.run(_run_forever(settings))
+
+
+def _require_reachable(settings: AgentSettings) -> None:
+    """A single pass against an API that is not there: say so in one line.
+    (Without api_url the Keystone catalog names it, and its client reports.)"""
+    if settings.api_url is None:
+        return
+    try:
+        # Reachability only: no token is sent, so the certificate is left to
+        # the pass's own client and its CA settings.
+        httpx.get(f"{settings.api_url}/", timeout=settings.request_timeout, verify=False)
+    except httpx.TransportError as error:
+        err_console.print(
+            f"[red]cannot reach Placement at {settings.api_url}[/red]: "
+            f"{type(error).__name__}: {error}. Check --api-url (PLACEMENT_AGENT_API_URL) "
+            "and that placement-api is running there.",
+            soft_wrap=True,
+        )
+        raise typer.Exit(code=Outcome.FAILED) from None
 
 
 def _client(settings: AgentSettings) -> PlacementClient:

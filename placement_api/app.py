@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -24,10 +25,13 @@ from placement_api.deps import Services
 from placement_api.domain.standard_names import sync_standard_names
 from placement_api.keystone import KeystoneAuthenticator
 from placement_api.middleware import PlacementRequestMiddleware
+from placement_api.observability import metrics
+from placement_api.observability.access import AccessMiddleware
 from placement_api.policy import Policy
 from placement_api.rendering import error_response
 from placement_api.request_limits import RequestLimitsMiddleware
-from placement_api.routers import ROUTERS
+from placement_api.routers import ROUTERS, health
+from placement_api.routers import metrics as metrics_router
 from placement_api.settings import Settings, get_settings
 
 LOG = logging.getLogger(__name__)
@@ -76,6 +80,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = engine_for(settings)
+        app.state.engine = engine
+        # What the pool may hold (db.engine); SQLite has no pool.
+        pool_capacity = (
+            0
+            if settings.is_sqlite
+            else settings.database_pool_size + settings.database_max_overflow
+        )
+        metrics.observe_pool(engine)
+        metrics.POOL_CAPACITY.inc(pool_capacity)
         factory = make_session_factory(engine)
         async with unit_of_work(factory, write=True) as session:
             await sync_standard_names(session)
@@ -106,6 +119,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if isinstance(authenticator, KeystoneAuthenticator):
                 authenticator.close()
             await engine.dispose()
+            metrics.POOL_CAPACITY.dec(pool_capacity)
+            metrics.mark_worker_dead(os.getpid())
 
     app = FastAPI(
         title="placement-api",
@@ -127,9 +142,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     for router in ROUTERS:
         app.include_router(router)
+    app.include_router(health.router)
+    if settings.metrics_enabled:
+        app.include_router(metrics_router.router)
     _install_error_handlers(app)
     app.add_middleware(RequestLimitsMiddleware, settings=settings)
     app.add_middleware(PlacementRequestMiddleware)
+    app.add_middleware(AccessMiddleware, access_log=settings.access_log)
     if settings.cors_allowed_origins:
         app.add_middleware(
             PlacementCORSMiddleware,
@@ -158,6 +177,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(errors.PlacementError)
     async def placement_error(request: Request, exc: errors.PlacementError) -> Response:
+        if exc.status == 409:
+            metrics.CONFLICTS.labels(exc.code, str(exc.extra.get("conflict", ""))).inc()
         return render(request, exc)
 
     @app.exception_handler(StarletteHTTPException)

@@ -6,25 +6,32 @@ import asyncio
 import ipaddress
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 import uvicorn
+from pydantic import ValidationError
 from rich.console import Console
 
-from placement_api import cli_migration
+from placement_api import cli_migration, cli_operator
 from placement_api.auth import NOAUTH2
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
 from placement_api.db.outage import is_unavailable
 from placement_api.http_protocol import PlacementHttpProtocol
-from placement_api.settings import get_settings
+from placement_api.observability.logs import logging_config
+from placement_api.observability.multiproc import multiprocess_directory, set_aside
+from placement_api.operator import database
+from placement_api.settings import Settings, get_settings
 
 app = typer.Typer(help="Placement API service.", no_args_is_help=True, add_completion=False)
 db_app = typer.Typer(help="Database schema management.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 cli_migration.register(db_app)
+app.add_typer(cli_operator.policy_app, name="policy")
 console = Console(stderr=True)
 
 
@@ -51,6 +58,30 @@ def _refuse_open_noauth2(host: str) -> None:
         raise typer.Exit(code=2)
 
 
+def _settings() -> Settings:
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"PLACEMENT_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
+        )
+        console.print(f"[red]invalid settings:[/red] {problems}")
+        raise typer.Exit(code=2) from None
+
+
+@contextmanager
+def database_errors(url: str) -> Iterator[None]:
+    """One line naming the database and what to check, instead of a traceback."""
+    try:
+        yield
+    except database.DatabaseUnavailable as exc:
+        console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+    except database.CONNECTION_ERRORS as exc:
+        console.print(f"[red]error:[/red] {database.unavailable(url, exc)}", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+
+
 def _ensure_sqlite_directory(url: str) -> None:
     if is_sqlite_url(url) and ":///" in url:
         path = url.split(":///", 1)[1]
@@ -60,29 +91,45 @@ def _ensure_sqlite_directory(url: str) -> None:
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8778,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    host: Annotated[
+        str, typer.Option(envvar="PLACEMENT_HOST", help="Address to listen on.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="PLACEMENT_PORT", help="Port to listen on.")] = 8778,
+    workers: Annotated[
+        int, typer.Option(min=1, envvar="PLACEMENT_WORKERS", help="Worker processes.")
+    ] = 1,
+    log_level: Annotated[
+        str, typer.Option(envvar="PLACEMENT_LOG_LEVEL", help="Lowest level logged.")
+    ] = "info",
 ) -> None:
     """Serve the API. SQLite databases are migrated first; PostgreSQL must be current.
 
     A database that does not answer yet is waited for, up to
     ``PLACEMENT_DATABASE_WAIT_TIMEOUT`` seconds."""
+    settings = _settings()
     _refuse_open_noauth2(host)
-    settings = get_settings()
-    _wait_for_database(settings.database_url, settings.database_wait_timeout)
-    uvicorn.run(
-        "placement_api.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        http=PlacementHttpProtocol,
-        timeout_keep_alive=settings.keep_alive_timeout,
-        timeout_graceful_shutdown=settings.graceful_shutdown_timeout,
-    )
+    with database_errors(settings.database_url):
+        _wait_for_database(settings.database_url, settings.database_wait_timeout)
+    with ExitStack() as stack:
+        if settings.metrics_enabled or settings.metrics_port is not None:
+            stack.enter_context(multiprocess_directory())
+        if settings.metrics_port is not None:
+            from placement_api.observability.metrics_port import start_metrics_port
+
+            start_metrics_port(settings, settings.metrics_port)
+        uvicorn.run(
+            "placement_api.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            log_config=logging_config(settings.log_format, log_level),
+            access_log=False,
+            http=PlacementHttpProtocol,
+            timeout_keep_alive=settings.keep_alive_timeout,
+            timeout_graceful_shutdown=settings.graceful_shutdown_timeout,
+        )
 
 
 def _wait_for_database(url: str, timeout: float) -> None:
@@ -114,20 +161,61 @@ def _wait_for_database(url: str, timeout: float) -> None:
 def db_upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
 ) -> None:
-    """Apply schema migrations."""
-    url = get_settings().database_url
-    _ensure_sqlite_directory(url)
-    migrations.upgrade(url, revision)
+    """Apply schema migrations (creating a SQLite file and its directory)."""
+    url = _settings().database_url
+    with database_errors(url), console.status(f"upgrading {database.display_url(url)}"):
+        _ensure_sqlite_directory(url)
+        migrations.upgrade(url, revision)
 
 
 @db_app.command("current")
 def db_current() -> None:
-    """Print the schema revision of the database and whether it is the newest."""
-    url = get_settings().database_url
-    current = asyncio.run(migrations.current_revision(url))
+    """Print the schema revision and whether it is the newest: exit 0 only when
+    it is, 1 when the database is empty or out of date, 2 when it cannot be read."""
+    url = _settings().database_url
+    with database_errors(url):
+        database.require_existing(url)
+        current = asyncio.run(migrations.current_revision(url))
     head = migrations.head_revision(url)
     state = "current" if current == head else f"out of date (head is {head})"
     typer.echo(f"{current or 'empty'} ({state})")
+    if current != head:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def status() -> None:
+    """Upgrade check: database reachable, schema current, policy file valid, settings
+    sane. Exit 0 when all succeed, 1 on a warning, 2 on a failure."""
+    cli_operator.status(_settings())
+
+
+@app.command()
+def audit(fix: cli_operator.FixOption = False, as_json: cli_operator.JsonOption = False) -> None:
+    """Find rows the service's invariants forbid: usage that differs from the sum of
+    allocations, providers over capacity, consumers without allocations, allocations
+    on providers that no longer exist. Exit 0 when none remain, 1 otherwise."""
+    settings = _settings()
+    with database_errors(settings.database_url):
+        cli_operator.audit(settings, fix=fix, as_json=as_json)
+
+
+@cli_operator.policy_app.command("list")
+def policy_list(as_json: cli_operator.JsonOption = False) -> None:
+    """Every rule and the check enforced now (policy file over defaults)."""
+    try:
+        cli_operator.policy_list(_settings(), as_json=as_json)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+
+
+@cli_operator.policy_app.command("sample")
+def policy_sample(output: cli_operator.OutputOption = None) -> None:
+    """A sample policy file: every rule commented out at its default, as
+    oslopolicy-sample-generator writes it (also: `oslopolicy-sample-generator
+    --namespace placement`)."""
+    cli_operator.policy_sample(output)
 
 
 @app.command()
@@ -153,4 +241,5 @@ def openapi(
 
 
 def main() -> None:
+    set_aside()
     app()

@@ -123,6 +123,8 @@ async def _negotiated(request: Request) -> ApiRequest:
     shared = services(request)
     request_id: str = request.state.request_id
     context = await shared.authenticator.authenticate(request.headers, request_id)
+    # For the access log line, written after the answer.
+    request.state.context = context
     return ApiRequest(
         version=request.state.microversion,
         context=context,

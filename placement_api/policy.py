@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from oslo_config import cfg
@@ -90,6 +91,34 @@ class Policy:
         if not self._enforcer.authorize(rule, dict(target), credentials):
             LOG.debug("policy denied %s to %s", rule, credentials)
             raise errors.Forbidden(f"Policy does not allow {rule} to be performed.")
+
+
+@dataclass(frozen=True)
+class EffectiveRule:
+    name: str
+    check: str
+    default: str
+    description: str
+    from_file: bool
+
+
+def effective_rules(policy: Policy) -> list[EffectiveRule]:
+    """Every registered rule and the check it is enforced with now (the policy
+    file's, or the default, OR'd with its legacy check in legacy mode)."""
+    enforcer = policy._enforcer
+    found = []
+    for name, default in enforcer.registered_rules.items():
+        check = enforcer.rules.get(name)
+        found.append(
+            EffectiveRule(
+                name=name,
+                check=str(check) if check is not None else default.check_str,
+                default=default.check_str,
+                description=default.description or "",
+                from_file=name in enforcer.file_rules,
+            )
+        )
+    return found
 
 
 def _scoped(

@@ -5,15 +5,25 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from placement_client.auth import SETUP_ERRORS, load_adapter
+from scheduler.flavors_file import (
+    DEFAULT_FLAVORS_FILE,
+    FLAVORS_FILE_VARIABLE,
+    FlavorsFileError,
+    load_flavor,
+)
 from scheduler.render import render_decision, render_explanation
 from scheduler.service_client import (
     DEFAULT_URL,
@@ -21,6 +31,7 @@ from scheduler.service_client import (
     SchedulerClient,
     SchedulerServiceError,
 )
+from scheduler.settings import ENV_PREFIX, SchedulerSettings
 from scheduler.spec import ScheduleRequest
 
 app = typer.Typer(help="Placement scheduler service.", no_args_is_help=True, add_completion=False)
@@ -28,38 +39,76 @@ console = Console()
 errors = Console(stderr=True, soft_wrap=True)
 
 UrlOption = Annotated[
-    str, typer.Option("--url", envvar="PLACEMENT_SCHEDULER_URL", help="Scheduler service URL.")
+    str,
+    typer.Option(
+        "--url",
+        envvar="PLACEMENT_SCHEDULER_URL",
+        help=f"URL of `placement-scheduler serve` (env var PLACEMENT_SCHEDULER_URL; "
+        f"default {DEFAULT_URL}).",
+        show_envvar=False,
+    ),
 ]
+
+
+def _setting(name: str, text: str) -> str:
+    """Help for an option that overrides a setting: its variable and default."""
+    field = SchedulerSettings.model_fields[name]
+    return f"{text} (env var {ENV_PREFIX}{name.upper()}; default {field.default})"
+
+
+@contextmanager
+def _reaching(url: str) -> Iterator[None]:
+    """A scheduler that cannot be reached is one line, not a traceback."""
+    try:
+        yield
+    except httpx.TransportError as exc:
+        errors.print(
+            f"[red]cannot reach the scheduler at {url}[/red]: {type(exc).__name__}: {exc}. "
+            "Is `placement-scheduler serve` running there? Point --url (or "
+            "PLACEMENT_SCHEDULER_URL) at it.",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2) from None
 
 
 @app.command()
 def serve(
     api_url: Annotated[
-        str | None, typer.Option(help="Placement API root URL (default: the Keystone catalog's).")
+        str | None,
+        typer.Option(help=_setting("api_url", "Placement API root URL (None: the catalog's).")),
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option(help="Static X-Auth-Token (noauth2); unset: Keystone credentials."),
+        typer.Option(
+            help=_setting("token", "Static X-Auth-Token (noauth2); None: Keystone credentials.")
+        ),
     ] = None,
     auth_config: Annotated[
         Path | None,
         typer.Option(
-            help="INI file with a Nova-style [placement] section of keystoneauth1 options."
+            help=_setting(
+                "auth_config_file",
+                "INI file with a Nova-style [placement] section of keystoneauth1 options.",
+            )
         ),
     ] = None,
     auth_section: Annotated[
-        str | None, typer.Option(help="Section of --auth-config (placement).")
+        str | None, typer.Option(help=_setting("auth_section", "Section of --auth-config."))
     ] = None,
-    host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
-    port: Annotated[int | None, typer.Option(help="Port to listen on (8779).")] = None,
-    config: Annotated[Path | None, typer.Option(help="YAML settings file.")] = None,
+    host: Annotated[str | None, typer.Option(help=_setting("host", "Address to listen on."))] = (
+        None
+    ),
+    port: Annotated[int | None, typer.Option(help=_setting("port", "Port to listen on."))] = None,
+    config: Annotated[
+        Path | None, typer.Option(help=_setting("config_file", "YAML settings file."))
+    ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Serve the scheduler API. Options override PLACEMENT_SCHEDULER_* variables."""
+    """Serve the scheduler API. Options override PLACEMENT_SCHEDULER_* variables,
+    which override the YAML settings file."""
     import uvicorn
 
     from scheduler.service import create_app
-    from scheduler.settings import SchedulerSettings
 
     given: dict[str, Any] = {
         "api_url": api_url,
@@ -70,7 +119,14 @@ def serve(
         "port": port,
         "config_file": config,
     }
-    settings = SchedulerSettings(**{k: v for k, v in given.items() if v is not None})
+    try:
+        settings = SchedulerSettings(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{ENV_PREFIX}{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
+        )
+        errors.print(f"[red]invalid settings:[/red] {problems}", soft_wrap=True)
+        raise typer.Exit(2) from None
     try:
         load_adapter(settings.auth_options())  # a wrong set-up stops here, not at start-up
     except SETUP_ERRORS as error:
@@ -96,13 +152,32 @@ def schedule(
     memory_mb: Annotated[int, typer.Option(help="MEMORY_MB per instance.")] = 0,
     disk_gb: Annotated[int, typer.Option(help="DISK_GB per instance.")] = 0,
     resource: Annotated[list[str], typer.Option(help="More resources, CLASS=N.")] = [],  # noqa: B006
-    required_trait: Annotated[list[str], typer.Option()] = [],  # noqa: B006
-    forbidden_trait: Annotated[list[str], typer.Option()] = [],  # noqa: B006
+    flavor: Annotated[
+        str | None,
+        typer.Option(help="A flavor of the flavors file; other options add to it or override it."),
+    ] = None,
+    flavors_file: Annotated[
+        Path,
+        typer.Option(
+            envvar=FLAVORS_FILE_VARIABLE,
+            show_envvar=False,
+            help=f"YAML file of named flavors (env var {FLAVORS_FILE_VARIABLE}; "
+            f"default {DEFAULT_FLAVORS_FILE}).",
+        ),
+    ] = DEFAULT_FLAVORS_FILE,
+    required_trait: Annotated[
+        list[str], typer.Option(help="A trait the host must have (repeatable).")
+    ] = [],  # noqa: B006
+    forbidden_trait: Annotated[
+        list[str], typer.Option(help="A trait the host must not have (repeatable).")
+    ] = [],  # noqa: B006
     member_of: Annotated[
         list[str], typer.Option(help="Comma-separated aggregate uuids; the host is in one.")
     ] = [],  # noqa: B006
-    num_instances: Annotated[int, typer.Option(min=1)] = 1,
-    availability_zone: Annotated[str | None, typer.Option()] = None,
+    num_instances: Annotated[int, typer.Option(min=1, help="Instances to place.")] = 1,
+    availability_zone: Annotated[
+        str | None, typer.Option(help="Only hosts of this availability zone.")
+    ] = None,
     group: Annotated[str | None, typer.Option(help="Server group uuid.")] = None,
     group_policy: Annotated[str, typer.Option(help="affinity, anti-affinity, soft-...")] = (
         "anti-affinity"
@@ -110,11 +185,13 @@ def schedule(
     group_name: Annotated[str | None, typer.Option(help="Shown in explanations.")] = None,
     same_host: Annotated[list[str], typer.Option(help="Consumer uuid.")] = [],  # noqa: B006
     different_host: Annotated[list[str], typer.Option(help="Consumer uuid.")] = [],  # noqa: B006
-    force_host: Annotated[list[str], typer.Option()] = [],  # noqa: B006
-    ignore_host: Annotated[list[str], typer.Option()] = [],  # noqa: B006
+    force_host: Annotated[list[str], typer.Option(help="Only this host name (repeatable).")] = [],  # noqa: B006
+    ignore_host: Annotated[list[str], typer.Option(help="Never this host name (repeatable).")] = [],  # noqa: B006
     image_arch: Annotated[str | None, typer.Option(help="Image hw_architecture.")] = None,
-    project_id: Annotated[str | None, typer.Option()] = None,
-    user_id: Annotated[str | None, typer.Option()] = None,
+    project_id: Annotated[
+        str | None, typer.Option(help="Project the allocations belong to.")
+    ] = None,
+    user_id: Annotated[str | None, typer.Option(help="User the allocations belong to.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw answer.")] = False,
 ) -> None:
     """Ask the scheduler to place instances; print the decision and its explanation."""
@@ -141,11 +218,18 @@ def schedule(
     }
     if image_arch:
         body["image_properties"] = {"hw_architecture": image_arch}
+    if flavor is not None:
+        try:
+            body["flavor"] = load_flavor(flavors_file, flavor).model_dump()
+        except FlavorsFileError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--flavor") from None
     try:
         request = ScheduleRequest.model_validate(body)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    raise typer.Exit(asyncio.run(_schedule(url, request, as_json)))
+    with _reaching(url):
+        code = asyncio.run(_schedule(url, request, as_json))
+    raise typer.Exit(code)
 
 
 async def _schedule(url: str, request: ScheduleRequest, as_json: bool) -> int:
@@ -183,7 +267,8 @@ def release(
         if result.not_found:
             console.print(f"had no allocations: {', '.join(result.not_found)}")
 
-    asyncio.run(run())
+    with _reaching(url):
+        asyncio.run(run())
 
 
 @app.command()
@@ -206,7 +291,8 @@ def plugins(url: UrlOption = DEFAULT_URL) -> None:
             table.add_row(w.name, f"{w.multiplier:g}", w.description)
         console.print(table)
 
-    asyncio.run(run())
+    with _reaching(url):
+        asyncio.run(run())
 
 
 @app.command()

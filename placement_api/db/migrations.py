@@ -5,20 +5,22 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
-from alembic import command
 from placement_api.db.engine import create_engine
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# The migration scripts ship inside the package, so an installed wheel can
+# upgrade a database from any working directory.
+SCRIPT_LOCATION = Path(__file__).resolve().parent / "schema"
 
 
 def alembic_config(database_url: str) -> Config:
-    config = Config(str(PROJECT_ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(PROJECT_ROOT / "alembic"))
+    config = Config()
+    config.set_main_option("script_location", str(SCRIPT_LOCATION))
     config.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
     return config
 

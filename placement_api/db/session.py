@@ -15,6 +15,7 @@ which the service answers with a 503.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
@@ -22,6 +23,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
+from placement_api.observability.metrics import CONNECTION_WAIT_SECONDS
 
 SessionFactory = async_sessionmaker[AsyncSession]
 
@@ -53,8 +55,10 @@ def _turn_for(factory: SessionFactory, write: bool) -> AbstractAsyncContextManag
 
 @asynccontextmanager
 async def unit_of_work(factory: SessionFactory, *, write: bool) -> AsyncIterator[AsyncSession]:
+    started = time.perf_counter()
     async with _turn_for(factory, write), factory() as session:
         await session.connection(execution_options={WRITE_OPTION: write})
+        CONNECTION_WAIT_SECONDS.observe(time.perf_counter() - started)
         try:
             yield session
         except BaseException:

@@ -18,6 +18,7 @@ from placement_api.domain.candidates.service import (
     find_candidates,
 )
 from placement_api.microversion import Version
+from placement_api.observability.metrics import CANDIDATES
 from placement_api.policies import allocation_candidate as policies
 from placement_api.rendering import json_response
 from placement_api.schemas import allocation_candidates as schemas
@@ -146,8 +147,10 @@ async def _answer(
 ) -> Response:
     async with db.read() as session:
         result = await find_candidates(session, request, settings)
+    requests = _allocation_requests(result, version)
+    CANDIDATES.observe(len(requests))
     body = {
-        "allocation_requests": _allocation_requests(result, version),
+        "allocation_requests": requests,
         "provider_summaries": _provider_summaries(result, version),
     }
     return json_response(version, body, response_class=OrjsonResponse)

@@ -102,14 +102,18 @@ def test_once_exit_status_tells_a_script_about_drift(tmp_path: Path, placement_s
 
 
 def test_once_fails_with_status_one_when_the_api_is_unreachable(tmp_path: Path):
+    url = f"http://127.0.0.1:{free_port()}"
     completed = agent(
-        "--once", "--api-url", f"http://127.0.0.1:{free_port()}", "--token", "admin",
+        "--once", "--api-url", url, "--token", "admin",
         "--libvirt-uri", node_uri(DATA / "small-host.xml"), "--state-dir", str(tmp_path),
         "--instances-path", str(tmp_path),
     )  # fmt: skip
 
     assert completed.returncode == Outcome.FAILED
-    assert "pass failed" in completed.stderr
+    # One line that names the URL and what to check, no traceback.
+    assert f"cannot reach Placement at {url}" in completed.stderr
+    assert "PLACEMENT_AGENT_API_URL" in completed.stderr
+    assert len(completed.stderr.strip().splitlines()) == 1, completed.stderr
 
 
 def test_an_auth_config_without_credentials_is_reported_and_fails(tmp_path: Path):

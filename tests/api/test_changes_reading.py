@@ -194,10 +194,13 @@ async def test_a_change_that_cannot_be_recorded_undoes_its_write(
     try:
         async with unit_of_work(factory, write=True) as session:
             await session.execute(insert(Change).values(row))
-        # The app answers a Placement 500 (the error is logged, not re-raised).
+        # The app answers a Placement 500 (the error is logged once, with the request id).
         refused = await api.post("/resource_providers", json={"name": "unrecordable"})
         assert refused.status_code == 500
         assert refused.json()["errors"][0]["detail"] == "An unexpected error occurred."
+        assert (
+            refused.json()["errors"][0]["request_id"] == refused.headers["x-openstack-request-id"]
+        )
         async with unit_of_work(factory, write=False) as session:
             named = select(ResourceProvider.id).where(ResourceProvider.name == "unrecordable")
             assert await session.scalar(named) is None

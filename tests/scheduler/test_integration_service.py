@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -160,3 +161,35 @@ async def test_cli_prints_the_decision_and_the_explanation(
     assert refused.returncode == 1
     assert "No valid host" in refused.stdout + refused.stderr
     assert "no provider has 999999 MEMORY_MB free" in refused.stdout
+
+
+@pytest.mark.parametrize("live_placement", ["sqlite"], indirect=True)  # the CLI, not the DB
+async def test_cli_schedules_a_named_flavor_from_the_flavors_file(
+    cloud: Cloud, scheduler_process: str, tmp_path: Path
+) -> None:
+    await cloud.host("compute-a", memory_mb=8192)
+    await cloud.host("compute-b", memory_mb=65536)
+    flavors = tmp_path / "flavors.yaml"
+    flavors.write_text(
+        "m1.small:\n  vcpus: 1\n  memory_mb: 2048\n"
+        "r1.large:\n  vcpus: 2\n  memory_mb: 32768\n  root_gb: 10\n"
+    )
+    placed = _cli("schedule", "--url", scheduler_process, "--flavors-file", str(flavors),
+                  "--flavor", "r1.large", "--json")  # fmt: skip
+    assert placed.returncode == 0, placed.stderr
+    assert placed.stdout.count('"name": "compute-b"') >= 1
+    assert "compute-a" not in placed.stdout.split('"selections"')[1].split("]")[0]
+    unknown = _cli("schedule", "--url", scheduler_process, "--flavors-file", str(flavors),
+                   "--flavor", "m9.huge")  # fmt: skip
+    assert unknown.returncode == 2
+    assert "m1.small, r1.large" in unknown.stderr
+
+
+def test_cli_without_a_scheduler_says_so_in_one_line() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    for command in (("schedule", "--vcpus", "1"), ("plugins",), ("release", new_uuid())):
+        result = _cli(*command, "--url", url)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert f"cannot reach the scheduler at {url}" in result.stderr

@@ -91,3 +91,19 @@ def _wait_until_up(
             pass
         time.sleep(0.1)
     raise RuntimeError(f"server at {url} did not answer within {timeout}s")
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """For a server a test starts itself, its stderr a pipe the test reads after."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            stderr = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"server exited with {process.returncode}: {stderr[-2000:]}")
+        try:
+            if httpx.get(f"{url}/", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"server at {url} did not answer within {timeout}s")

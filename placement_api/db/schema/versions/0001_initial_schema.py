@@ -8,7 +8,6 @@ Create Date: 2026-11-21
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-
 from alembic import op
 
 revision: str = "0001"

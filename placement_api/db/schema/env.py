@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 
+from alembic import context
 from sqlalchemy.engine import Connection
 
-from alembic import context
 from placement_api.db.engine import create_engine
 from placement_api.db.models import Base
 from placement_api.settings import get_settings

@@ -1,0 +1,1 @@
+"""Health, metrics and logs: what operators and load balancers read."""

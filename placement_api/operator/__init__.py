@@ -1,0 +1,1 @@
+"""What ``placement-api`` offers operators beyond serving: checks, audit, policy."""

@@ -72,9 +72,15 @@ class PlacementRequestMiddleware:
             if started:
                 # Half a response is out: only closing the connection can end it.
                 raise
-            LOG.exception("unexpected error handling %s %s", scope["method"], scope["path"])
-            error = errors.PlacementError("An unexpected error occurred.")
             request_id = scope["state"]["request_id"]
+            LOG.exception(
+                "unexpected error handling %s %s (request %s)",
+                scope["method"],
+                scope["path"],
+                request_id,
+                extra={"request_id": request_id},
+            )
+            error = errors.PlacementError("An unexpected error occurred.")
             accept = Headers(scope=scope).get("accept")
             await error_response(error, request_id, accept)(scope, receive, send)
 

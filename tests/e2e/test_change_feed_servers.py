@@ -8,15 +8,25 @@ import asyncio
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 
+from tests.support import databases
 from tests.support.server import live_server
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
 WRITERS = 8
 ROUNDS = 6
+
+
+@pytest.fixture(autouse=True)
+def _emptied_afterwards(database_url: str) -> Iterator[None]:
+    # The session's database is shared with later tests on this worker.
+    yield
+    databases.empty(database_url)
 
 
 def _poll_interval(database_url: str) -> str:

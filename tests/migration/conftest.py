@@ -3,7 +3,6 @@ and the command as an operator runs it."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -11,7 +10,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from placement_api.db.engine import create_engine
 from tests.support import databases
 
 
@@ -28,20 +26,9 @@ def run_db_command(*args: str, url: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _empty(database_url: str) -> None:
-    async def clean() -> None:
-        engine = create_engine(database_url)
-        try:
-            await databases.clean(engine)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(clean())
-
-
 @pytest.fixture
 def ours_url(database_url: str) -> Iterator[str]:
     """Our database, migrated and empty, for an import; emptied again after."""
-    _empty(database_url)
+    databases.empty(database_url)
     yield database_url
-    _empty(database_url)
+    databases.empty(database_url)

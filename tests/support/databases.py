@@ -7,6 +7,7 @@ standard resource classes and traits that start-up syncs.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
 import uuid
@@ -19,6 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db import migrations
+from placement_api.db.engine import create_engine
 
 BACKENDS = [
     b.strip() for b in os.environ.get("PLACEMENT_TEST_BACKENDS", "sqlite,postgresql").split(",")
@@ -74,6 +76,19 @@ async def create_pg_database() -> tuple[str, str]:
 
 async def drop_pg_database(name: str) -> None:
     await _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def empty(url: str) -> None:
+    """``clean`` for code outside an event loop (live-server tests, sync fixtures)."""
+
+    async def run() -> None:
+        engine = create_engine(url)
+        try:
+            await clean(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
 
 
 async def clean(engine: AsyncEngine) -> None:

@@ -15,21 +15,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.server import LiveServer, live_server
+from tests.support.server import live_server, provider_with_vcpus
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.28"}
-
-
-def _provider(server: LiveServer) -> str:
-    with httpx.Client(base_url=server.url, headers=HEADERS) as client:
-        created = client.post("/resource_providers", json={"name": f"rp-{uuid.uuid4().hex[:8]}"})
-        provider: str = created.json()["uuid"]
-        inventory = client.put(
-            f"/resource_providers/{provider}/inventories",
-            json={"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 100}}},
-        )
-        assert inventory.status_code == 200, inventory.text
-    return provider
 
 
 def _claim(provider: str) -> dict[str, object]:
@@ -55,7 +43,7 @@ def test_a_request_past_its_deadline_gets_a_503_and_writes_nothing(tmp_path: Pat
         PLACEMENT_REQUEST_TIMEOUT="1",
         PLACEMENT_DATABASE_LOCK_TIMEOUT="20",
     ) as server:
-        provider = _provider(server)
+        provider = provider_with_vcpus(server)
         holder = sqlite3.connect(database, isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
         started = time.monotonic()
@@ -82,7 +70,7 @@ def test_a_write_whose_client_went_away_is_cancelled_and_writes_nothing(tmp_path
     with live_server(
         f"sqlite+aiosqlite:///{database}", PLACEMENT_DATABASE_LOCK_TIMEOUT="20"
     ) as server:
-        provider = _provider(server)
+        provider = provider_with_vcpus(server)
         holder = sqlite3.connect(database, isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
         body = json.dumps(_claim(provider)).encode()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.server import LiveServer, live_server
+from tests.support.server import LiveServer, live_server, provider_with_vcpus
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.28"}
 DRAIN = 2
@@ -63,18 +63,6 @@ def _claim_in_background(
     return thread, outcome
 
 
-def _provider(server: LiveServer) -> str:
-    with httpx.Client(base_url=server.url, headers=HEADERS) as client:
-        created = client.post("/resource_providers", json={"name": f"rp-{uuid.uuid4().hex[:8]}"})
-        provider: str = created.json()["uuid"]
-        inventory = client.put(
-            f"/resource_providers/{provider}/inventories",
-            json={"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 100}}},
-        )
-        assert inventory.status_code == 200, inventory.text
-    return provider
-
-
 def _allocation_rows(database: Path) -> tuple[int, int]:
     """Allocation rows and the VCPU usage recorded, read from the file itself."""
     with sqlite3.connect(database) as connection:
@@ -90,7 +78,7 @@ def test_a_write_under_way_at_sigterm_finishes_within_the_drain_time(tmp_path: P
         PLACEMENT_GRACEFUL_SHUTDOWN_TIMEOUT=str(DRAIN),
         PLACEMENT_DATABASE_LOCK_TIMEOUT="20",
     ) as server:
-        provider = _provider(server)
+        provider = provider_with_vcpus(server)
         with _write_lock_held(database) as holder:
             thread, outcome = _claim_in_background(server, provider)
             time.sleep(0.5)
@@ -112,7 +100,7 @@ def test_a_write_still_waiting_when_the_drain_time_ends_is_cancelled_with_nothin
         PLACEMENT_GRACEFUL_SHUTDOWN_TIMEOUT=str(DRAIN),
         PLACEMENT_DATABASE_LOCK_TIMEOUT="20",
     ) as server:
-        provider = _provider(server)
+        provider = provider_with_vcpus(server)
         with _write_lock_held(database):
             thread, outcome = _claim_in_background(server, provider)
             time.sleep(0.5)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -107,3 +108,19 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes], timeout: float = 6
             pass
         time.sleep(0.1)
     raise RuntimeError(f"server at {url} did not answer within {timeout}s")
+
+
+ADMIN_HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.28"}
+
+
+def provider_with_vcpus(server: LiveServer, total: int = 100) -> str:
+    """A new provider of ``server`` with ``total`` VCPU; returns its uuid."""
+    with httpx.Client(base_url=server.url, headers=ADMIN_HEADERS) as client:
+        created = client.post("/resource_providers", json={"name": f"rp-{uuid.uuid4().hex[:8]}"})
+        provider: str = created.json()["uuid"]
+        inventory = client.put(
+            f"/resource_providers/{provider}/inventories",
+            json={"resource_provider_generation": 0, "inventories": {"VCPU": {"total": total}}},
+        )
+        assert inventory.status_code == 200, inventory.text
+    return provider

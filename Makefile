@@ -64,7 +64,7 @@ bench: install pg-up mariadb-up
 	$(PY) -m bench $(BENCH_ARGS)
 
 demo: install
-	$(PY) -m scheduler.demo
+	$(PY) -m scheduler.serving.demo
 
 # The wheel that docs/deploy.md installs (tests/e2e/test_wheel.py proves it).
 dist: install

@@ -43,12 +43,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
 from placement_client import PlacementClient, PlacementError
-from scheduler.client import SchedulerPlacement
-from scheduler.engine import NoValidHostError, Scheduler
-from scheduler.query import candidates_query
-from scheduler.results import ScheduleResponse
+from scheduler.deciding.engine import NoValidHostError, Scheduler
+from scheduler.placement.client import SchedulerPlacement
+from scheduler.placement.query import candidates_query
+from scheduler.request.spec import ScheduleRequest, resource_request
+from scheduler.serving.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
-from scheduler.spec import ScheduleRequest, resource_request
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scheduler_bench_infra as infra

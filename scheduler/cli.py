@@ -18,21 +18,21 @@ from rich.markup import escape
 from rich.table import Table
 
 from placement_client.auth import SETUP_ERRORS, load_adapter
-from scheduler.flavors_file import (
+from scheduler.request.flavors_file import (
     DEFAULT_FLAVORS_FILE,
     FLAVORS_FILE_VARIABLE,
     FlavorsFileError,
     load_flavor,
 )
-from scheduler.render import render_decision, render_explanation
-from scheduler.service_client import (
+from scheduler.request.spec import ScheduleRequest
+from scheduler.serving.render import render_decision, render_explanation
+from scheduler.serving.service_client import (
     DEFAULT_URL,
     NoValidHostError,
     SchedulerClient,
     SchedulerServiceError,
 )
 from scheduler.settings import ENV_PREFIX, SchedulerSettings
-from scheduler.spec import ScheduleRequest
 
 app = typer.Typer(help="Placement scheduler service.", no_args_is_help=True, add_completion=False)
 console = Console()
@@ -108,7 +108,7 @@ def serve(
     which override the YAML settings file."""
     import uvicorn
 
-    from scheduler.service import create_app
+    from scheduler.serving.service import create_app
 
     given: dict[str, Any] = {
         "api_url": api_url,
@@ -301,7 +301,7 @@ def openapi(
     check: Annotated[Path | None, typer.Option(help="Fail if this file is out of date.")] = None,
 ) -> None:
     """Write the scheduler service's OpenAPI document (YAML)."""
-    from scheduler.openapi import render_openapi_yaml
+    from scheduler.serving.openapi import render_openapi_yaml
 
     document = render_openapi_yaml()
     if check is not None:

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState, free_per_host
+from scheduler.deciding.context import SchedulingContext
+from scheduler.placement.host_state import HostState, free_per_host
 
 
 @dataclass(frozen=True, slots=True)

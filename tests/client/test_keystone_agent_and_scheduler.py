@@ -24,7 +24,7 @@ from agent.reporting_pass import Outcome, ReportingPass
 from agent.settings import AgentSettings
 from placement_api.db import migrations
 from placement_client import AuthOptions, PlacementClient
-from scheduler.service import create_app
+from scheduler.serving.service import create_app
 from scheduler.settings import SchedulerSettings
 from tests.client.keystone_cloud import os_password, register_placement, token_holder
 from tests.support.keystone import ApplicationCredential, Keystone, User

@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from placement_api.db.engine import create_engine
-from scheduler.client import SchedulerPlacement
-from scheduler.engine import Scheduler
+from scheduler.deciding.engine import Scheduler
+from scheduler.placement.client import SchedulerPlacement
 from scheduler.settings import SchedulerSettings
 from tests.scheduler.live import Cloud, LivePlacement, placement_on, scheduler_placement
 from tests.support import databases

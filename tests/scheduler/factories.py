@@ -12,9 +12,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.client import CandidatesResponse
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostMetadata, HostState, build_hosts
+from scheduler.deciding.context import SchedulingContext
+from scheduler.placement.client import CandidatesResponse
+from scheduler.placement.host_state import HostMetadata, HostState, build_hosts
 
 NAMESPACE = uuid.UUID("6f1c1c52-3a43-4a57-9b55-2a8f1d0b8e51")
 

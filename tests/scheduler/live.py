@@ -21,7 +21,7 @@ import httpx
 
 from placement_api.db import migrations
 from placement_client import PlacementClient
-from scheduler.client import SchedulerPlacement
+from scheduler.placement.client import SchedulerPlacement
 from tests.support import databases
 from tests.support.server import live_server
 

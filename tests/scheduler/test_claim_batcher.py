@@ -14,11 +14,11 @@ import httpx
 import pytest
 
 from placement_client import PlacementError
-from scheduler.claim_batcher import ClaimBatcher
-from scheduler.client import AllocationRequest, ClaimOutcome, NewClaim, SchedulerPlacement
-from scheduler.engine import Scheduler
+from scheduler.claiming.claim_batcher import ClaimBatcher
+from scheduler.deciding.engine import Scheduler
+from scheduler.placement.client import AllocationRequest, ClaimOutcome, NewClaim, SchedulerPlacement
+from scheduler.request.spec import ScheduleRequest
 from scheduler.settings import SchedulerSettings
-from scheduler.spec import ScheduleRequest
 from tests.scheduler.live import Cloud, new_uuid, scheduler_placement, transport_of
 
 SIZE = {"VCPU": 1, "MEMORY_MB": 512}

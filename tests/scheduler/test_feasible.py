@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from scheduler.choosing import Chooser, UnplaceableError
-from scheduler.context import SchedulingContext
-from scheduler.explain import InstanceExplanation
-from scheduler.feasible import search
-from scheduler.host_state import HostState
-from scheduler.pipeline import Pipeline
+from scheduler.deciding.choosing import Chooser, UnplaceableError
+from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.explain import InstanceExplanation
+from scheduler.deciding.feasible import search
+from scheduler.deciding.pipeline import Pipeline
+from scheduler.placement.host_state import HostState
+from scheduler.request.spec import Hints, ServerGroupHint
 from scheduler.settings import SchedulerSettings
-from scheduler.spec import Hints, ServerGroupHint
 from tests.scheduler.factories import Node, context_naming, hosts_for
 
 REQUEST = {"VCPU": 1, "MEMORY_MB": 1024}

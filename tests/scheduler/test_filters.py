@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState
+from scheduler.deciding.context import SchedulingContext
+from scheduler.placement.host_state import HostState
 from scheduler.plugins import FILTERS
 from scheduler.plugins.base import HostFilter
-from scheduler.spec import Hints, ImageProperties, ServerGroupHint
+from scheduler.request.spec import Hints, ImageProperties, ServerGroupHint
 from tests.scheduler.factories import Node, context_naming, hosts_for
 
 SMALL = {"VCPU": 1, "MEMORY_MB": 512}

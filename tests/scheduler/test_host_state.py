@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.client import CandidatesResponse
-from scheduler.host_state import HostMetadata, Usage, build_hosts, free_per_host
+from scheduler.placement.client import CandidatesResponse
+from scheduler.placement.host_state import HostMetadata, Usage, build_hosts, free_per_host
 from tests.scheduler.factories import Node, hosts_for, uuid_of
 
 CN, NUMA0, NUMA1, SHARED = (uuid_of(n) for n in ("cn", "cn-numa0", "cn-numa1", "nfs"))

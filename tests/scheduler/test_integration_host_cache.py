@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from scheduler.client import SchedulerPlacement
-from scheduler.engine import NoValidHostError, Scheduler
-from scheduler.results import ScheduleResponse
+from scheduler.deciding.engine import NoValidHostError, Scheduler
+from scheduler.placement.client import SchedulerPlacement
+from scheduler.request.spec import ScheduleRequest
+from scheduler.serving.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
-from scheduler.spec import ScheduleRequest
 from tests.scheduler.live import Cloud, new_uuid, scheduler_placement, transport_of
 
 FLAVOR = {"VCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 10}

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 
-from scheduler.engine import NoValidHostError, Scheduler
-from scheduler.results import ScheduleResponse
-from scheduler.spec import ScheduleRequest
+from scheduler.deciding.engine import NoValidHostError, Scheduler
+from scheduler.request.spec import ScheduleRequest
+from scheduler.serving.results import ScheduleResponse
 from tests.scheduler.conftest import MakeScheduler
 from tests.scheduler.live import Cloud
 

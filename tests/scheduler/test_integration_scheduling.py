@@ -12,12 +12,12 @@ import httpx
 import pytest
 
 from placement_client import PlacementError
-from scheduler.claim import Claimer
-from scheduler.client import CandidatesResponse
-from scheduler.engine import NoValidHostError, PlacementRejectedError, Scheduler
-from scheduler.host_state import HostMetadata, build_hosts
+from scheduler.claiming.claim import Claimer
+from scheduler.deciding.engine import NoValidHostError, PlacementRejectedError, Scheduler
+from scheduler.placement.client import CandidatesResponse
+from scheduler.placement.host_state import HostMetadata, build_hosts
+from scheduler.request.spec import ScheduleRequest
 from scheduler.settings import AggregateConfig, SchedulerSettings
-from scheduler.spec import ScheduleRequest
 from tests.scheduler.conftest import MakeScheduler
 from tests.scheduler.live import Cloud, new_uuid, scheduler_placement
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from httpx import ASGITransport
 
-from scheduler.service import create_app
+from scheduler.serving.service import create_app
 from scheduler.settings import SchedulerSettings
 from tests.scheduler.live import Cloud, LivePlacement, new_uuid
 from tests.support.server import free_port

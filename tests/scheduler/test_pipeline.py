@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from scheduler.context import SchedulingContext
-from scheduler.pipeline import FORCED_SKIP, Pipeline, UnknownPluginError, normalise
+from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.pipeline import FORCED_SKIP, Pipeline, UnknownPluginError, normalise
+from scheduler.request.spec import Hints, ServerGroupHint
 from scheduler.settings import SchedulerSettings
-from scheduler.spec import Hints, ServerGroupHint
 from tests.scheduler.factories import Node, context_naming, hosts_for
 
 REQUEST = {"VCPU": 1, "MEMORY_MB": 1024}

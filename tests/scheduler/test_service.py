@@ -11,8 +11,8 @@ import pytest
 import yaml
 from httpx import ASGITransport
 
-from scheduler.openapi import render_openapi_yaml
-from scheduler.service import create_app
+from scheduler.serving.openapi import render_openapi_yaml
+from scheduler.serving.service import create_app
 from scheduler.settings import SchedulerSettings
 from tests.support.server import free_port
 

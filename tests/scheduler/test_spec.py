@@ -7,8 +7,8 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
-from scheduler.query import candidates_query, query_string
-from scheduler.spec import ScheduleRequest, resource_request
+from scheduler.placement.query import candidates_query, query_string
+from scheduler.request.spec import ScheduleRequest, resource_request
 
 AGG_A = "11111111-1111-4111-8111-111111111111"
 AGG_B = "22222222-2222-4222-8222-222222222222"

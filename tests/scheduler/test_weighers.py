@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from scheduler.context import SchedulingContext
+from scheduler.deciding.context import SchedulingContext
 from scheduler.plugins import WEIGHERS
-from scheduler.spec import Hints, ServerGroupHint
+from scheduler.request.spec import Hints, ServerGroupHint
 from tests.scheduler.factories import Node, hosts_for
 
 REQUEST = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 10}

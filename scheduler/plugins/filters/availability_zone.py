@@ -3,8 +3,8 @@ default zone (see ``settings.aggregates``)."""
 
 from __future__ import annotations
 
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState
+from scheduler.deciding.context import SchedulingContext
+from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
 
 

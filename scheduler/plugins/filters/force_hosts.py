@@ -4,8 +4,8 @@ match both. When a request forces hosts, the other filters do not run."""
 
 from __future__ import annotations
 
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState
+from scheduler.deciding.context import SchedulingContext
+from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
 
 

@@ -4,8 +4,8 @@ matching ``HW_ARCH_*`` trait (the host's own CPU architecture),
 
 from __future__ import annotations
 
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState
+from scheduler.deciding.context import SchedulingContext
+from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
 
 # Names images use for an architecture, mapped to the canonical one.

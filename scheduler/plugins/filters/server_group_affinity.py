@@ -3,10 +3,10 @@ member goes to a host that already has one."""
 
 from __future__ import annotations
 
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState
+from scheduler.deciding.context import SchedulingContext
+from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
-from scheduler.spec import GroupPolicy
+from scheduler.request.spec import GroupPolicy
 
 
 class ServerGroupAffinityFilter(HostFilter):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from scheduler.context import SchedulingContext
-from scheduler.host_state import HostState
+from scheduler.deciding.context import SchedulingContext
+from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import HostWeigher
-from scheduler.spec import GroupPolicy
+from scheduler.request.spec import GroupPolicy
 
 
 class ServerGroupSoftAntiAffinityWeigher(HostWeigher):

@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from scheduler.flavor import Flavor
+from scheduler.request.flavor import Flavor
 
 FLAVORS_FILE_VARIABLE = "PLACEMENT_SCHEDULER_FLAVORS_FILE"
 DEFAULT_FLAVORS_FILE = Path("/etc/placement-scheduler/flavors.yaml")

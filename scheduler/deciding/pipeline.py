@@ -13,9 +13,9 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scheduler.context import SchedulingContext
-from scheduler.explain import FilterReport, HostWeights, RejectedHost, WeightTerm
-from scheduler.host_state import HostState
+from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.explain import FilterReport, HostWeights, RejectedHost, WeightTerm
+from scheduler.placement.host_state import HostState
 from scheduler.plugins import FILTERS, WEIGHERS
 from scheduler.plugins.base import HostFilter, HostWeigher
 from scheduler.settings import SchedulerSettings

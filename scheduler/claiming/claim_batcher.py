@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from placement_client import PlacementError
-from scheduler.client import ClaimOutcome, NewClaim, SchedulerPlacement
+from scheduler.placement.client import ClaimOutcome, NewClaim, SchedulerPlacement
 
 
 @dataclass(eq=False)

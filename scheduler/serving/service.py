@@ -23,13 +23,14 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from placement_client import PlacementClient, PlacementError
-from scheduler.client import SchedulerPlacement
-from scheduler.engine import NoValidHostError, PlacementRejectedError, Scheduler
-from scheduler.explain import InstanceExplanation
-from scheduler.metrics import Metrics
-from scheduler.pipeline import Pipeline
+from scheduler.deciding.engine import NoValidHostError, PlacementRejectedError, Scheduler
+from scheduler.deciding.explain import InstanceExplanation
+from scheduler.deciding.pipeline import Pipeline
+from scheduler.placement.client import SchedulerPlacement
 from scheduler.plugins import FILTERS, WEIGHERS
-from scheduler.results import (
+from scheduler.request.spec import ScheduleRequest
+from scheduler.serving.metrics import Metrics
+from scheduler.serving.results import (
     ErrorBody,
     FilterInfo,
     FiltersResponse,
@@ -41,7 +42,6 @@ from scheduler.results import (
     WeighersResponse,
 )
 from scheduler.settings import SchedulerSettings, get_settings
-from scheduler.spec import ScheduleRequest
 
 NO_VALID_HOST = "scheduler.no_valid_host"
 INVALID_REQUEST = "scheduler.invalid_request"

@@ -9,10 +9,15 @@ from typing import Any, Self
 
 import httpx
 
-from scheduler.explain import Explanation
-from scheduler.results import FiltersResponse, ReleaseResponse, ScheduleResponse, WeighersResponse
+from scheduler.deciding.explain import Explanation
+from scheduler.request.spec import ScheduleRequest
+from scheduler.serving.results import (
+    FiltersResponse,
+    ReleaseResponse,
+    ScheduleResponse,
+    WeighersResponse,
+)
 from scheduler.settings import DEFAULT_PORT
-from scheduler.spec import ScheduleRequest
 
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 

@@ -31,14 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from placement_client import PlacementError
-from scheduler.choosing import Choice, Chooser, UnplaceableError
-from scheduler.claim import Claimer, ReleaseResult, attempt
-from scheduler.claim_batcher import ClaimBatcher
-from scheduler.client import NewClaim, SchedulerPlacement
-from scheduler.context import SchedulingContext
-from scheduler.diagnose import diagnose
-from scheduler.directory import ProviderDirectory
-from scheduler.explain import (
+from scheduler.claiming.claim import Claimer, ReleaseResult, attempt
+from scheduler.claiming.claim_batcher import ClaimBatcher
+from scheduler.deciding.choosing import Choice, Chooser, UnplaceableError
+from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.explain import (
     ClaimAttempt,
     Explanation,
     Failure,
@@ -47,14 +44,17 @@ from scheduler.explain import (
     PlacementReport,
     no_valid_host_message,
 )
-from scheduler.host_cache import CandidateView, Clock, HostCache
-from scheduler.host_state import HostState
-from scheduler.ledger import GroupLedger
-from scheduler.pipeline import Pipeline
-from scheduler.query import QueryParams, candidates_query, query_string
-from scheduler.results import ScheduleResponse
+from scheduler.deciding.ledger import GroupLedger
+from scheduler.deciding.pipeline import Pipeline
+from scheduler.placement.client import NewClaim, SchedulerPlacement
+from scheduler.placement.diagnose import diagnose
+from scheduler.placement.directory import ProviderDirectory
+from scheduler.placement.host_cache import CandidateView, Clock, HostCache
+from scheduler.placement.host_state import HostState
+from scheduler.placement.query import QueryParams, candidates_query, query_string
+from scheduler.request.spec import ResourceRequest, ScheduleRequest, resource_request
+from scheduler.serving.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
-from scheduler.spec import ResourceRequest, ScheduleRequest, resource_request
 
 LOG = logging.getLogger(__name__)
 

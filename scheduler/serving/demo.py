@@ -31,9 +31,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from scheduler.render import render_explanation
-from scheduler.service_client import NoValidHostError, SchedulerClient
-from scheduler.spec import ScheduleRequest
+from scheduler.request.spec import ScheduleRequest
+from scheduler.serving.render import render_explanation
+from scheduler.serving.service_client import NoValidHostError, SchedulerClient
 
 console = Console()
 PLACEMENT_HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}

@@ -8,18 +8,18 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from scheduler import feasible
-from scheduler.client import AllocationRequest
-from scheduler.context import SchedulingContext
-from scheduler.explain import (
+from scheduler.deciding import feasible
+from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.explain import (
     InstanceExplanation,
     Stage,
     emptied_by_capacity,
     emptied_by_filter,
 )
-from scheduler.host_state import HostState, Reservation
-from scheduler.pipeline import Pipeline, WeighedHost
-from scheduler.results import Alternate, ProviderRef, Selection
+from scheduler.deciding.pipeline import Pipeline, WeighedHost
+from scheduler.placement.client import AllocationRequest
+from scheduler.placement.host_state import HostState, Reservation
+from scheduler.serving.results import Alternate, ProviderRef, Selection
 from scheduler.settings import SchedulerSettings
 
 

@@ -6,8 +6,8 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from scheduler.client import AllocationRequest, ProviderAllocation
-from scheduler.explain import Explanation
+from scheduler.deciding.explain import Explanation
+from scheduler.placement.client import AllocationRequest, ProviderAllocation
 
 
 class ProviderRef(BaseModel):

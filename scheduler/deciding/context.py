@@ -17,7 +17,7 @@ from collections import ChainMap, Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from scheduler.spec import GroupPolicy, Hints, ImageProperties, ServerGroupHint
+from scheduler.request.spec import GroupPolicy, Hints, ImageProperties, ServerGroupHint
 
 
 @dataclass

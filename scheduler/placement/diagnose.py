@@ -10,9 +10,9 @@ a few more requests and successful scheduling none.
 from __future__ import annotations
 
 from placement_client import PlacementError
-from scheduler.client import SchedulerPlacement
-from scheduler.query import QueryParams, resources_param
-from scheduler.spec import RequestGroup, ResourceRequest
+from scheduler.placement.client import SchedulerPlacement
+from scheduler.placement.query import QueryParams, resources_param
+from scheduler.request.spec import RequestGroup, ResourceRequest
 
 
 async def diagnose(client: SchedulerPlacement, request: ResourceRequest) -> list[str]:

@@ -31,9 +31,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from scheduler.client import SchedulerPlacement
-from scheduler.directory import ProviderDirectory
-from scheduler.host_state import HostState, UsageBook, build_hosts, requests_by_host
+from scheduler.placement.client import SchedulerPlacement
+from scheduler.placement.directory import ProviderDirectory
+from scheduler.placement.host_state import HostState, UsageBook, build_hosts, requests_by_host
 
 Shape = tuple[tuple[str, str], ...]
 Clock = Callable[[], float]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from scheduler.client import AllocationRequest, CandidatesResponse, ProviderSummary
+from scheduler.placement.client import AllocationRequest, CandidatesResponse, ProviderSummary
 
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 # An allocation request flattened: (provider, resource class, amount) for each amount.

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from scheduler.flavor import Flavor, flavor_groups
+from scheduler.request.flavor import Flavor, flavor_groups
 
 ResourceClassName = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9_]+$", max_length=255)]
 TraitName = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9_]+$", max_length=255)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from scheduler.spec import RequestGroup, ResourceRequest
+from scheduler.request.spec import RequestGroup, ResourceRequest
 
 QueryParams = list[tuple[str, str]]
 

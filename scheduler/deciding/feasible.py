@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scheduler.context import SchedulingContext
-from scheduler.explain import FilterReport, RejectedHost
-from scheduler.host_state import HostState
-from scheduler.pipeline import Pipeline
+from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.explain import FilterReport, RejectedHost
+from scheduler.deciding.pipeline import Pipeline
+from scheduler.placement.host_state import HostState
 
 # Small chunks cost little, but each one runs every filter once more.
 MIN_CHUNK = 16

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.service import create_app
+from scheduler.serving.service import create_app
 from scheduler.settings import DEFAULT_PORT, SchedulerSettings
 
 

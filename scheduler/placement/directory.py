@@ -19,8 +19,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar
 
-from scheduler.client import ProviderRecord, SchedulerPlacement
-from scheduler.host_state import HostMetadata
+from scheduler.placement.client import ProviderRecord, SchedulerPlacement
+from scheduler.placement.host_state import HostMetadata
 from scheduler.settings import AggregateConfig
 
 T = TypeVar("T")

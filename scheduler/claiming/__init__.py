@@ -1,0 +1,1 @@
+"""Claiming: writing the chosen hosts' allocations (batched), and releasing them."""

@@ -1,0 +1,1 @@
+"""What a caller asks for: the schedule request, flavors and their extra specs."""

@@ -1,17 +1,24 @@
-"""The change feed's per-application machinery: waiting readers and pruning.
+"""The change feed's per-application machinery: waking readers, sequencing, pruning.
 
 One ``ChangeFeed`` per application, started and closed by its lifespan:
 
 - ``ChangeSignal`` wakes the requests of this process that wait for news.
   A reader takes the current mark *before* it reads the feed, so a change
-  committed between its read and its wait still wakes it.
-- On PostgreSQL a dedicated asyncpg connection LISTENs on the channel that
-  writers NOTIFY in their own transactions, so a change committed through
-  any API worker wakes the readers of every worker. The connection is
-  re-established when it drops; readers also re-read every
-  ``changes_poll_interval`` seconds, the safety net for a missed wake-up.
-- A write of this process announces its commit directly (all SQLite has).
-- A background task prunes the feed to ``changes_retained`` entries.
+  indexed between its read and its wait still wakes it.
+- On PostgreSQL, writes insert their changes without an index and send no
+  notification themselves (``NOTIFY`` would serialise their commits). After
+  a recording write commits, the worker's ``_Notifier`` sends one
+  ``NOTIFY`` on a connection of its own, at most every
+  ``changes_notify_interval`` seconds. Every worker ``LISTEN``s
+  (``_Listener``); a worker with waiting readers then runs one sequencing
+  run (``changes.sequence``) and wakes them. Readers also sequence before
+  their first read (a client sees its own writes) and every
+  ``changes_poll_interval`` seconds, the safety net for a missed
+  notification.
+- On SQLite, entries are indexed as they are inserted; a write of this
+  process wakes its readers directly.
+- A background task sequences and prunes the feed to ``changes_retained``
+  entries.
 """
 
 from __future__ import annotations
@@ -54,15 +61,24 @@ async def _wait(mark: asyncio.Event, seconds: float) -> None:
             await mark.wait()
 
 
-class _PostgresListener:
+def _setter(event: asyncio.Event) -> Any:
+    return lambda *_: event.set()
+
+
+def listen_dsn(url: URL) -> str:
+    """The asyncpg DSN of an SQLAlchemy ``postgresql+asyncpg://`` URL."""
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class _Listener:
     """LISTEN on the feed's channel over a connection of its own, for as long as it runs."""
 
-    def __init__(self, dsn: str, signal: ChangeSignal) -> None:
+    def __init__(self, dsn: str, news: asyncio.Event) -> None:
         self._dsn = dsn
-        self._signal = signal
+        self._news = news
 
     def _notified(self, *_: Any) -> None:
-        self._signal.announce()
+        self._news.set()
 
     async def run(self) -> None:
         while True:
@@ -79,20 +95,50 @@ class _PostgresListener:
         try:
             await connection.add_listener(changes.NOTIFY_CHANNEL, self._notified)
             # Whatever committed while nobody listened: let the readers look.
-            self._signal.announce()
+            self._news.set()
             await lost.wait()
             LOG.warning("change feed: LISTEN connection lost; reconnecting")
         finally:
             connection.terminate()
 
 
-def _setter(event: asyncio.Event) -> Any:
-    return lambda *_: event.set()
+class _Notifier:
+    """Tells every worker that this one's writes recorded changes: one NOTIFY
+    per wake-up at most, and at most one every ``interval`` seconds."""
 
+    def __init__(self, dsn: str, interval: float) -> None:
+        self._dsn = dsn
+        self._interval = interval
+        self.wanted = asyncio.Event()
+        self._connection: asyncpg.Connection | None = None
 
-def listen_dsn(url: URL) -> str:
-    """The asyncpg DSN of an SQLAlchemy ``postgresql+asyncpg://`` URL."""
-    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+    async def run(self) -> None:
+        try:
+            while True:
+                await self.wanted.wait()
+                self.wanted.clear()
+                try:
+                    await self._notify()
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                    LOG.warning("change feed: NOTIFY failed (%s); readers will poll", exc)
+                    await self._drop()
+                    await asyncio.sleep(RECONNECT_DELAY)
+                await asyncio.sleep(self._interval)
+        finally:
+            await self._drop()
+
+    async def _notify(self) -> None:
+        if self._connection is None or self._connection.is_closed():
+            # Nothing to lose in a crash, so the notification's own commit need not wait for disk.
+            self._connection = await asyncpg.connect(
+                self._dsn, server_settings={"synchronous_commit": "off"}
+            )
+        await self._connection.execute("SELECT pg_notify($1, '')", changes.NOTIFY_CHANNEL)
+
+    async def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.terminate()
 
 
 class ChangeFeed:
@@ -101,19 +147,53 @@ class ChangeFeed:
         self.signal = ChangeSignal()
         self._factory = factory
         self._url = url
+        self._postgresql = url.get_backend_name() == "postgresql"
+        self._news = asyncio.Event()
+        self._notifier: _Notifier | None = None
+        self._waiting = 0
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        if self._url.get_backend_name() == "postgresql":
-            listener = _PostgresListener(listen_dsn(self._url), self.signal)
-            self._tasks.append(asyncio.create_task(listener.run(), name="change-feed-listen"))
-        self._tasks.append(asyncio.create_task(self._prune_forever(), name="change-feed-prune"))
+        if self._postgresql:
+            dsn = listen_dsn(self._url)
+            self._notifier = _Notifier(dsn, self.settings.changes_notify_interval)
+            self._start(_Listener(dsn, self._news).run(), "change-feed-listen")
+            self._start(self._notifier.run(), "change-feed-notify")
+            self._start(self._sequence_on_news(), "change-feed-sequence")
+        self._start(self._prune_forever(), "change-feed-prune")
+
+    def _start(self, work: Any, name: str) -> None:
+        self._tasks.append(asyncio.create_task(work, name=name))
 
     async def close(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+
+    def committed(self) -> None:
+        """A write of this process committed changes: wake whoever follows the feed."""
+        if self._notifier is not None:
+            self._notifier.wanted.set()
+        else:
+            self.signal.announce()
+
+    async def _sequence(self) -> int:
+        async with unit_of_work(self._factory, write=True) as session:
+            return await changes.sequence(session)
+
+    async def _sequence_on_news(self) -> None:
+        # One run for all of this worker's readers, and none while nobody waits.
+        while True:
+            await self._news.wait()
+            self._news.clear()
+            if not self._waiting:
+                continue
+            try:
+                await self._sequence()
+            except Exception:
+                LOG.exception("change feed: sequencing failed; readers will poll")
+            self.signal.announce()
 
     async def prune(self) -> int:
         async with unit_of_work(self._factory, write=True) as session:
@@ -127,7 +207,11 @@ class ChangeFeed:
             except Exception:
                 LOG.exception("change feed: pruning failed; will try again")
 
-    async def _read(self, since: int | None, limit: int) -> FeedPage:
+    async def _read(self, since: int | None, limit: int, *, sequence: bool) -> FeedPage:
+        if sequence and self._postgresql:
+            head = await self._sequence()
+            if since is None:
+                return FeedPage(head, [])
         async with unit_of_work(self._factory, write=False) as session:
             if since is None:
                 return FeedPage(await changes.last_index(session), [])
@@ -139,11 +223,18 @@ class ChangeFeed:
         ``changes_max_wait``) for a change to commit."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + min(wait, self.settings.changes_max_wait)
-        while True:
-            mark = self.signal.mark()
-            page = await self._read(since, limit)
-            remaining = deadline - loop.time()
-            if page.changes or remaining <= 0:
-                return page
-            since = page.index if since is None else since
-            await _wait(mark, min(remaining, self.settings.changes_poll_interval))
+        woken = False
+        self._waiting += 1
+        try:
+            while True:
+                mark = self.signal.mark()
+                # After a wake-up this worker has just sequenced; otherwise sequence first.
+                page = await self._read(since, limit, sequence=not woken)
+                remaining = deadline - loop.time()
+                if page.changes or remaining <= 0:
+                    return page
+                since = page.index if since is None else since
+                await _wait(mark, min(remaining, self.settings.changes_poll_interval))
+                woken = mark.is_set()
+        finally:
+            self._waiting -= 1

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.auth import Authenticator, RequestContext
-from placement_api.change_feed import ChangeFeed, ChangeSignal
+from placement_api.change_feed import ChangeFeed
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes
 from placement_api.input_checks import decode_json
@@ -38,7 +38,7 @@ class Services:
 @dataclass(frozen=True)
 class Database:
     session_factory: SessionFactory
-    change_signal: ChangeSignal
+    change_feed: ChangeFeed
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -49,9 +49,8 @@ class Database:
     async def write(self) -> AsyncIterator[AsyncSession]:
         async with unit_of_work(self.session_factory, write=True) as session:
             yield session
-        if changes.committed_index(session) is not None:
-            # Wake this process's waiting feed readers now, not at the next poll.
-            self.change_signal.announce()
+        if changes.recorded(session):
+            self.change_feed.committed()
 
 
 @dataclass(frozen=True)
@@ -137,7 +136,7 @@ async def _negotiated(request: Request) -> ApiRequest:
 
 async def database(request: Request) -> Database:
     shared = services(request)
-    return Database(shared.session_factory, shared.change_feed.signal)
+    return Database(shared.session_factory, shared.change_feed)
 
 
 async def json_body(request: Request) -> Any:

@@ -242,6 +242,15 @@ class Settings(BaseSettings):
         "safety net for a missed notification (SQLite with several workers, or the "
         "PostgreSQL LISTEN connection being re-established).",
     )
+    changes_notify_interval: float = Field(
+        default=0.01,
+        ge=0,
+        le=10,
+        description="PostgreSQL: the shortest time between two notifications by which an API "
+        "worker tells the others that its writes recorded changes (the writes themselves "
+        "send none); the delay a waiting GET /changes may add, for a bounded cost under "
+        "many writes.",
+    )
     metrics_enabled: bool = Field(
         default=False,
         description="Serve GET /metrics (Prometheus) on the API's own port, to callers "

@@ -20,9 +20,11 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Sequence,
     String,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -188,10 +190,10 @@ class ProviderTrait(TimestampMixin, Base):
 
 
 class ChangeFeedHead(Base):
-    """The change feed's one-row counter. Every transaction that records
-    changes advances ``last_index`` just before it commits; the row lock it
-    takes is held until the commit, so indexes are handed out in commit
-    order and a reader never sees a later index before an earlier one."""
+    """The change feed's one-row counter: the last index handed out.
+
+    Only a sequencing run advances it (``domain/changes.py``), under the
+    feed's advisory lock on PostgreSQL and inside SQLite's one writer."""
 
     __tablename__ = "change_feed_head"
 
@@ -199,14 +201,39 @@ class ChangeFeedHead(Base):
     last_index: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
+# One value per recording transaction, taken as its last statement, so a
+# write that had to wait for another's locks always gets the higher value.
+CHANGE_COMMIT_SEQUENCE = Sequence("change_commit_seq", metadata=Base.metadata)
+
+
 class Change(Base):
     """One entry of the change feed (``GET /changes``), written in the same
-    transaction as the write it records. ``details`` holds the fields that
-    depend on ``resource`` (generations, classes, allocations, ...)."""
+    transaction as the write it records. ``(commit_seq, ordinal)`` orders it;
+    ``feed_index`` is its index, given once it has committed (NULL until
+    then on PostgreSQL). ``details`` holds the fields that depend on
+    ``resource`` (generations, classes, allocations, ...)."""
 
     __tablename__ = "changes"
+    __table_args__ = (
+        Index(
+            "uq_changes_feed_index",
+            "feed_index",
+            unique=True,
+            postgresql_where=text("feed_index IS NOT NULL"),
+            sqlite_where=text("feed_index IS NOT NULL"),
+        ),
+        Index(
+            "ix_changes_unindexed",
+            "commit_seq",
+            "ordinal",
+            postgresql_where=text("feed_index IS NULL"),
+            sqlite_where=text("feed_index IS NULL"),
+        ),
+    )
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    commit_seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    ordinal: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    feed_index: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     resource: Mapped[str] = mapped_column(String(32), nullable=False)
     action: Mapped[str] = mapped_column(String(16), nullable=False)
     uuid: Mapped[str] = mapped_column(String(255), nullable=False)

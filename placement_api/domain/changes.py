@@ -2,13 +2,21 @@
 
 Domain writes call the ``*_changed`` functions below; they only queue an
 entry on the session. Just before the transaction commits, the queued
-entries are appended to ``changes`` under consecutive indexes taken from
-the one-row ``change_feed_head`` counter (``_append_pending``). The counter
-row stays locked until the commit, so indexes are handed out in commit
-order: a reader that sees index N has every index below N visible too, and
-a rolled-back write leaves neither its changes nor a gap behind. On
-PostgreSQL the same statement sends ``NOTIFY placement_changes`` so waiting
-readers in every API worker wake when the write commits.
+entries are inserted into ``changes`` (``_append_pending``), ordered by
+``(commit_seq, ordinal)``: one ``commit_seq`` per transaction, taken as its
+last statement, so a write that waited for another's row locks always
+orders after it.
+
+On PostgreSQL the entries are inserted without an index and nothing is
+locked, so recording writes commit in parallel. A *sequencing run*
+(``sequence``) later gives the committed entries their indexes, in
+``(commit_seq, ordinal)`` order, after the last index handed out; runs take
+the ``change_feed_head`` row lock, so they are serial and indexes have no
+gap or repeat. A write still in flight is never skipped: it has no index
+yet, and gets a higher one than all that are given before it commits.
+Readers run a sequencing run first, so a client reads its own writes. On
+SQLite (one writer at a time) the entries get their indexes as they are
+inserted.
 
 Readers (``read``) see a gap-free, duplicate-free list; a ``since`` whose
 successor has been pruned (or that lies beyond the feed) is ``Gone``.
@@ -23,13 +31,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, event, insert, select, update
+from sqlalchemy import delete, event, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlalchemy.util import await_
 
 from placement_api import errors
-from placement_api.db.models import Change, ChangeFeedHead, ResourceClass, ResourceProvider
+from placement_api.db.models import (
+    CHANGE_COMMIT_SEQUENCE,
+    Change,
+    ChangeFeedHead,
+    ResourceClass,
+    ResourceProvider,
+)
 
 if TYPE_CHECKING:
     from placement_api.domain.capacity import InventoryLimits
@@ -50,7 +64,7 @@ DELETED = "deleted"
 NOTIFY_CHANNEL = "placement_changes"
 _HEAD_ID = 1
 _PENDING = "placement.changes.pending"
-_COMMITTED = "placement.changes.committed_index"
+_RECORDED = "placement.changes.recorded"
 
 
 @dataclass(frozen=True)
@@ -64,12 +78,6 @@ class _Entry:
 def _queue(session: AsyncSession, resource: str, action: str, uuid: str, **details: Any) -> None:
     pending: list[_Entry] = session.info.setdefault(_PENDING, [])
     pending.append(_Entry(resource, action, uuid, details))
-
-
-def committed_index(session: AsyncSession) -> int | None:
-    """The feed's last index after this session's commit, if it recorded anything."""
-    found: int | None = session.info.get(_COMMITTED)
-    return found
 
 
 # --- what the domain writes record -------------------------------------------------
@@ -208,39 +216,35 @@ async def _names(session: AsyncSession, plan: ClaimPlan) -> tuple[dict[int, str]
 
 @event.listens_for(Session, "before_commit")
 def _append_pending(session: Session) -> None:
-    """Give the queued entries their indexes and insert them, as the last
-    statements of the transaction. Runs inside the async session's commit
-    (synchronously, on its connection), so no write path can forget it."""
+    """Insert the queued entries as the last statement of the transaction.
+    Runs inside the async session's commit (synchronously, on its
+    connection), so no write path can forget it."""
     pending: list[_Entry] | None = session.info.pop(_PENDING, None)
     if not pending:
         return
     if session.get_bind().dialect.name == "postgresql":
-        session.info[_COMMITTED] = _append_on_postgresql(session, pending)
+        _append_on_postgresql(session, pending)
     else:
-        session.info[_COMMITTED] = _append_on_sqlite(session, pending)
+        _append_on_sqlite(session, pending)
+    session.info[_RECORDED] = True
 
 
-# One round trip, as a prepared statement: take the indexes (the row lock
-# is held until commit), queue the NOTIFY (sent only if the transaction
-# commits) and insert the entries, given as one JSON array.
+def recorded(session: AsyncSession) -> bool:
+    """Whether this session's commit recorded changes (after the commit)."""
+    return bool(session.info.pop(_RECORDED, False))
+
+
+# One round trip, as a prepared statement; the entries come as one JSON array.
 _POSTGRESQL_APPEND = f"""
-WITH head AS (
-    UPDATE change_feed_head SET last_index = last_index + $1 WHERE id = {_HEAD_ID}
-    RETURNING last_index
-), notified AS (
-    SELECT pg_notify('{NOTIFY_CHANNEL}', last_index::text) FROM head
-), inserted AS (
-    INSERT INTO changes (id, resource, action, uuid, details)
-    SELECT head.last_index - $1 + entry.ordinal, entry.resource, entry.action, entry.uuid,
-           entry.details
-    FROM head, json_to_recordset($2::json)
-        AS entry(ordinal bigint, resource text, action text, uuid text, details json)
-)
-SELECT head.last_index FROM head, notified
+INSERT INTO changes (commit_seq, ordinal, resource, action, uuid, details)
+SELECT batch.commit_seq, entry.ordinal, entry.resource, entry.action, entry.uuid, entry.details
+FROM (SELECT nextval('{CHANGE_COMMIT_SEQUENCE.name}') AS commit_seq) AS batch,
+     json_to_recordset($1::json)
+        AS entry(ordinal integer, resource text, action text, uuid text, details json)
 """
 
 
-def _append_on_postgresql(session: Session, pending: list[_Entry]) -> int:
+def _append_on_postgresql(session: Session, pending: list[_Entry]) -> None:
     # Straight to asyncpg, as the pool's ping does: the hottest write path
     # (claims) pays one statement for the feed, with no ORM work around it.
     driver: Any = session.connection().connection.driver_connection
@@ -253,14 +257,14 @@ def _append_on_postgresql(session: Session, pending: list[_Entry]) -> int:
                 "uuid": entry.uuid,
                 "details": entry.details,
             }
-            for ordinal, entry in enumerate(pending, start=1)
+            for ordinal, entry in enumerate(pending)
         ],
         separators=(",", ":"),
     )
-    return int(await_(driver.fetchval(_POSTGRESQL_APPEND, len(pending), entries)))
+    await_(driver.execute(_POSTGRESQL_APPEND, entries))
 
 
-def _append_on_sqlite(session: Session, pending: list[_Entry]) -> int:
+def _append_on_sqlite(session: Session, pending: list[_Entry]) -> None:
     # SQLite has one writer at a time (BEGIN IMMEDIATE): the order is given.
     advanced = (
         update(ChangeFeedHead)
@@ -268,22 +272,73 @@ def _append_on_sqlite(session: Session, pending: list[_Entry]) -> int:
         .values(last_index=ChangeFeedHead.last_index + len(pending))
         .returning(ChangeFeedHead.last_index)
     )
-    last = int(session.execute(advanced).scalar_one())
-    first = last - len(pending) + 1
+    first = int(session.execute(advanced).scalar_one()) - len(pending) + 1
     session.execute(
         insert(Change),
         [
             {
-                "id": first + offset,
+                "commit_seq": first,
+                "ordinal": ordinal,
+                "feed_index": first + ordinal,
                 "resource": entry.resource,
                 "action": entry.action,
                 "uuid": entry.uuid,
                 "details": entry.details,
             }
-            for offset, entry in enumerate(pending)
+            for ordinal, entry in enumerate(pending)
         ],
     )
-    return last
+
+
+# --- sequencing (PostgreSQL) -----------------------------------------------------------
+
+# Entries indexed per statement; a run repeats it until none is left.
+SEQUENCING_BATCH = 5000
+
+# Numbers the oldest committed entries without an index after ``:head``
+# and moves the head past them. The caller holds the head's row lock, so
+# this statement's snapshot is newer than every earlier run's commit.
+_SEQUENCE = text(
+    """
+WITH pending AS (
+    SELECT commit_seq, ordinal, row_number() OVER (ORDER BY commit_seq, ordinal) AS n
+    FROM (
+        SELECT commit_seq, ordinal FROM changes WHERE feed_index IS NULL
+        ORDER BY commit_seq, ordinal LIMIT :batch
+    ) AS oldest
+), numbered AS (
+    UPDATE changes SET feed_index = :head + pending.n
+    FROM pending
+    WHERE changes.commit_seq = pending.commit_seq AND changes.ordinal = pending.ordinal
+    RETURNING changes.feed_index
+)
+UPDATE change_feed_head SET last_index = (SELECT max(feed_index) FROM numbered)
+WHERE id = :head_id AND EXISTS (SELECT 1 FROM numbered)
+RETURNING last_index
+"""
+)
+
+
+async def sequence(session: AsyncSession) -> int:
+    """Index every committed entry still without one; the feed's last index
+    after. On PostgreSQL it needs a write session: it holds the head's row
+    lock until the transaction ends. SQLite indexes entries as they are
+    inserted, so there it only reads the head."""
+    if session.get_bind().dialect.name != "postgresql":
+        return await last_index(session)
+    head = await session.scalar(
+        select(ChangeFeedHead.last_index).where(ChangeFeedHead.id == _HEAD_ID).with_for_update()
+    )
+    index = int(head or 0)
+    while True:
+        advanced = await session.scalar(
+            _SEQUENCE, {"head": index, "batch": SEQUENCING_BATCH, "head_id": _HEAD_ID}
+        )
+        if advanced is None:
+            return index
+        given, index = int(advanced) - index, int(advanced)
+        if given < SEQUENCING_BATCH:
+            return index
 
 
 # --- reading and pruning --------------------------------------------------------------
@@ -314,7 +369,7 @@ async def last_index(session: AsyncSession) -> int:
 
 def _render(row: Change) -> dict[str, Any]:
     return {
-        "index": row.id,
+        "index": row.feed_index,
         "resource": row.resource,
         "action": row.action,
         "uuid": row.uuid,
@@ -325,9 +380,9 @@ def _render(row: Change) -> dict[str, Any]:
 async def read(session: AsyncSession, since: int, limit: int) -> FeedPage:
     """The changes after ``since``, in index order.
 
-    The head is read first: every index up to it is committed (indexes are
-    taken in commit order), so the changes read next run from ``since + 1``
-    without a hole unless pruning removed the start — then they are gone.
+    The head is read first: every index up to it is committed with the
+    head, so the changes read next run from ``since + 1`` without a hole
+    unless pruning removed the start — then they are gone.
     """
     head = await last_index(session)
     if since > head:
@@ -335,18 +390,22 @@ async def read(session: AsyncSession, since: int, limit: int) -> FeedPage:
     if since == head:
         return FeedPage(head, [])
     rows = await session.scalars(
-        select(Change).where(Change.id > since, Change.id <= head).order_by(Change.id).limit(limit)
+        select(Change)
+        .where(Change.feed_index > since, Change.feed_index <= head)
+        .order_by(Change.feed_index)
+        .limit(limit)
     )
     found = list(rows)
-    if not found or found[0].id != since + 1:
+    if not found or found[0].feed_index != since + 1:
         raise gone(since, head)
     return FeedPage(head, [_render(row) for row in found])
 
 
 async def prune(session: AsyncSession, keep: int) -> int:
-    """Remove all but the last ``keep`` changes; how many went."""
-    cutoff = await last_index(session) - keep
+    """Remove all but the last ``keep`` changes; how many went. Entries not
+    yet indexed cannot be counted among the last, so they are indexed first."""
+    cutoff = await sequence(session) - keep
     if cutoff <= 0:
         return 0
-    result = await session.execute(delete(Change).where(Change.id <= cutoff))
+    result = await session.execute(delete(Change).where(Change.feed_index <= cutoff))
     return int(getattr(result, "rowcount", 0) or 0)

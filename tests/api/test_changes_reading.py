@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from httpx import ASGITransport, AsyncClient
-from sqlalchemy import delete, insert, select, text
+from sqlalchemy import or_, select, text
 
 from placement_api.app import create_app
 from placement_api.db.engine import create_engine
@@ -172,28 +172,52 @@ async def test_a_rolled_back_write_leaves_no_change(settings: Settings) -> None:
     engine = create_engine(settings.database_url)
     factory = make_session_factory(engine)
     try:
-        async with unit_of_work(factory, write=False) as session:
-            before = await changes.last_index(session)
+        async with unit_of_work(factory, write=True) as session:
+            before = await changes.sequence(session)
         with pytest.raises(RuntimeError):
             await _create_then_fail(factory)
-        async with unit_of_work(factory, write=False) as session:
-            assert await changes.last_index(session) == before
-            assert await session.scalar(select(Change.id).where(Change.id > before)) is None
+        async with unit_of_work(factory, write=True) as session:
+            assert await changes.sequence(session) == before
+            newer = or_(Change.feed_index.is_(None), Change.feed_index > before)
+            assert await session.scalar(select(Change.ordinal).where(newer)) is None
             assert await providers.list_providers(session, providers.ProviderQuery("doomed")) == []
     finally:
         await engine.dispose()
 
 
+# A trigger that refuses every new change, in each backend's dialect.
+_REFUSE_CHANGES = {
+    "sqlite": [
+        "CREATE TRIGGER refuse_changes BEFORE INSERT ON changes "
+        "BEGIN SELECT RAISE(ABORT, 'changes refused'); END"
+    ],
+    "postgresql": [
+        "CREATE FUNCTION refuse_changes() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'changes refused'; END $$",
+        "CREATE TRIGGER refuse_changes BEFORE INSERT ON changes "
+        "FOR EACH ROW EXECUTE FUNCTION refuse_changes()",
+    ],
+}
+_ALLOW_CHANGES = {
+    "sqlite": ["DROP TRIGGER refuse_changes"],
+    "postgresql": ["DROP TRIGGER refuse_changes ON changes", "DROP FUNCTION refuse_changes()"],
+}
+
+
+async def _run(factory: SessionFactory, statements: list[str]) -> None:
+    async with unit_of_work(factory, write=True) as session:
+        for statement in statements:
+            await session.execute(text(statement))
+
+
 async def test_a_change_that_cannot_be_recorded_undoes_its_write(
-    api: PlacementClient, settings: Settings
+    api: PlacementClient, settings: Settings, backend: str
 ) -> None:
     engine = create_engine(settings.database_url)
     factory = make_session_factory(engine)
-    taken = await latest_index(api) + 1
-    row = {"id": taken, "resource": "trait", "action": "created", "uuid": "X", "details": {}}
+    before = await latest_index(api)
     try:
-        async with unit_of_work(factory, write=True) as session:
-            await session.execute(insert(Change).values(row))
+        await _run(factory, _REFUSE_CHANGES[backend])
         # The app answers a Placement 500 (the error is logged once, with the request id).
         refused = await api.post("/resource_providers", json={"name": "unrecordable"})
         assert refused.status_code == 500
@@ -204,10 +228,9 @@ async def test_a_change_that_cannot_be_recorded_undoes_its_write(
         async with unit_of_work(factory, write=False) as session:
             named = select(ResourceProvider.id).where(ResourceProvider.name == "unrecordable")
             assert await session.scalar(named) is None
-        assert await latest_index(api) == taken - 1
+        assert await latest_index(api) == before
     finally:
-        async with unit_of_work(factory, write=True) as session:
-            await session.execute(delete(Change).where(Change.id == taken))
+        await _run(factory, _ALLOW_CHANGES[backend])
         await engine.dispose()
 
 
@@ -278,18 +301,22 @@ async def test_waiting_readers_still_wake_after_the_listen_connection_is_lost(
     engine = create_engine(settings.database_url)
     factory = make_session_factory(engine)
     listening = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"
+    # Another worker, whose write can wake the reader only by its NOTIFY.
+    other_worker = create_app(settings.model_copy(update=SLOW_POLL))
     try:
-        async with unit_of_work(factory, write=True) as session:
-            ended = await session.execute(text(listening + " AND datname = current_database()"))
-            assert ended.scalars().all() == [True]
-        await asyncio.sleep(2)  # the listener reconnects after a second
-        since = await latest_index(feed_api)
-        waiting = asyncio.create_task(feed_api.get(f"/changes?since={since}&wait=30"))
-        await asyncio.sleep(0.5)
-        # Written outside the app, so only a NOTIFY can wake the reader.
-        async with unit_of_work(factory, write=True) as session:
-            await providers.create(session, name="notified", uuid=None, parent_uuid=None)
-        body = (await asyncio.wait_for(waiting, 15)).json()
-        assert [c["name"] for c in body["changes"]] == ["notified"]
+        async with (
+            other_worker.router.lifespan_context(other_worker),
+            AsyncClient(transport=ASGITransport(app=other_worker), base_url="http://p") as http,
+        ):
+            async with unit_of_work(factory, write=True) as session:
+                ended = await session.execute(text(listening + " AND datname = current_database()"))
+                assert ended.scalars().all() == [True, True]
+            await asyncio.sleep(2)  # the listeners reconnect after a second
+            since = await latest_index(feed_api)
+            waiting = asyncio.create_task(feed_api.get(f"/changes?since={since}&wait=30"))
+            await asyncio.sleep(0.5)
+            await PlacementClient(http).create_provider(name="notified")
+            body = (await asyncio.wait_for(waiting, 15)).json()
+            assert [c["name"] for c in body["changes"]] == ["notified"]
     finally:
         await engine.dispose()

@@ -1,5 +1,6 @@
-"""Change indexes are taken in commit order: a write that commits later never
-gets a lower index than one that is still committing, so a reader that has
+"""Change indexes follow commits: a write that had to wait for another's
+locks orders after it, a write still in flight never holds back (or is
+skipped by) writes that do not touch what it touches, and a reader that has
 seen index N has seen everything below N."""
 
 from __future__ import annotations
@@ -26,34 +27,57 @@ async def factory(database_url: str) -> AsyncIterator[SessionFactory]:
         await engine.dispose()
 
 
-async def _create(factory: SessionFactory, name: str, *, hold: asyncio.Event | None = None) -> None:
-    """Create a provider; with ``hold``, stop inside the commit, after the
-    changes are appended and before the transaction ends, until it is set."""
+def _stall_commit(session: Session, hold: asyncio.Event) -> None:
+    """Stop inside the commit, after the changes are appended and before the
+    transaction ends (with every lock still held), until ``hold`` is set."""
+
+    # Instance listeners run after the class-level one that appends the changes.
+    @event.listens_for(session, "before_commit")
+    def _stall(_session: Session) -> None:
+        await_(hold.wait())
+
+
+async def _create(factory: SessionFactory, name: str, *, hold: asyncio.Event | None = None) -> str:
     async with unit_of_work(factory, write=True) as session:
-        await providers.create(session, name=name, uuid=None, parent_uuid=None)
+        made = await providers.create(session, name=name, uuid=None, parent_uuid=None)
         if hold is not None:
-            # Instance listeners run after the class-level one that appends the changes.
-            @event.listens_for(session.sync_session, "before_commit")
-            def _stall(_session: Session) -> None:
-                await_(hold.wait())
+            _stall_commit(session.sync_session, hold)
+    return made.uuid
+
+
+async def _rename(
+    factory: SessionFactory, uuid: str, name: str, *, hold: asyncio.Event | None = None
+) -> None:
+    async with unit_of_work(factory, write=True) as session:
+        await providers.update_provider(
+            session, uuid, name=name, parent_uuid=None, parent_given=False, may_reparent=False
+        )
+        if hold is not None:
+            _stall_commit(session.sync_session, hold)
+
+
+async def _head(factory: SessionFactory) -> int:
+    """The feed's head after a sequencing run (a write on PostgreSQL only)."""
+    on_postgresql = factory.kw["bind"].dialect.name == "postgresql"
+    async with unit_of_work(factory, write=on_postgresql) as session:
+        return await changes.sequence(session)
 
 
 async def _read(factory: SessionFactory, since: int) -> changes.FeedPage:
+    await _head(factory)
     async with unit_of_work(factory, write=False) as session:
         return await changes.read(session, since, 100)
 
 
-async def test_a_write_committing_after_another_gets_the_next_index(
-    factory: SessionFactory,
-) -> None:
-    async with unit_of_work(factory, write=False) as session:
-        start = await changes.last_index(session)
+async def test_a_write_that_waited_for_another_orders_after_it(factory: SessionFactory) -> None:
+    uuid = await _create(factory, "first name")
+    start = await _head(factory)
     release = asyncio.Event()
-    first = asyncio.create_task(_create(factory, "first", hold=release))
+    first = asyncio.create_task(_rename(factory, uuid, "second name", hold=release))
     await asyncio.sleep(0.5)
-    second = asyncio.create_task(_create(factory, "second"))
+    second = asyncio.create_task(_rename(factory, uuid, "third name"))
     await asyncio.sleep(1)
-    # The second write waits for the first to commit, and readers see neither yet.
+    # The second write waits for the first's row lock, and readers see neither yet.
     assert not first.done()
     assert not second.done()
     assert await _read(factory, start) == changes.FeedPage(start, [])
@@ -61,6 +85,25 @@ async def test_a_write_committing_after_another_gets_the_next_index(
     await asyncio.gather(first, second)
     page = await _read(factory, start)
     assert [(c["index"], c["name"]) for c in page.changes] == [
-        (start + 1, "first"),
-        (start + 2, "second"),
+        (start + 1, "second name"),
+        (start + 2, "third name"),
     ]
+
+
+async def test_a_write_in_flight_neither_blocks_nor_is_skipped(
+    factory: SessionFactory, backend: str
+) -> None:
+    if backend != "postgresql":
+        pytest.skip("SQLite has one writer at a time: nothing commits beside a write in flight")
+    start = await _head(factory)
+    release = asyncio.Event()
+    slow = asyncio.create_task(_create(factory, "slow", hold=release))
+    await asyncio.sleep(0.5)
+    # Another provider's write commits (and is readable) while the first is still in flight.
+    await asyncio.wait_for(_create(factory, "quick"), 10)
+    page = await _read(factory, start)
+    assert [(c["index"], c["name"]) for c in page.changes] == [(start + 1, "quick")]
+    release.set()
+    await slow
+    page = await _read(factory, start + 1)
+    assert [(c["index"], c["name"]) for c in page.changes] == [(start + 2, "slow")]

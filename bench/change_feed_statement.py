@@ -1,11 +1,13 @@
-"""The change feed's own statement, measured alone on PostgreSQL.
+"""The change feed's own statements, measured alone on PostgreSQL.
 
-A write transaction (one row update, as a claim's) is run with and without
-the feed's append statement (``placement_api.domain.changes``), and with it
-but without the NOTIFY, while two connections LISTEN as two API workers'
-would. Reported: wall time and the database CPU (the writer's and the
-listeners' backends) per transaction. Steadier than whole-API figures on a
-busy machine, it isolates what the feed adds on the database side.
+Concurrent write transactions (each a one-row update, as a claim's, on a
+row of its own writer) run without and with the feed's append statement
+(``placement_api.domain.changes``); then one sequencing run indexes what
+they recorded. Reported: transactions per second with ``WRITERS``
+concurrent writers (recording writes must not commit one at a time), the
+database CPU per transaction, and the sequencing run's wall and database
+time per entry. Steadier than whole-API figures on a busy machine, it
+isolates what the feed adds on the database side.
 """
 
 from __future__ import annotations
@@ -22,10 +24,15 @@ import asyncpg
 from bench.candidates_servers import drop_database, recreate_database, server_dsn
 from bench.scheduler_bench_infra import cpu_seconds, cpu_used
 from placement_api.db import migrations
-from placement_api.domain.changes import _POSTGRESQL_APPEND, NOTIFY_CHANNEL
+from placement_api.db.engine import create_engine
+from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.domain import changes
+from placement_api.domain.changes import _POSTGRESQL_APPEND
 
-NOTIFY = f"pg_notify('{NOTIFY_CHANNEL}', last_index::text)"
-TRANSACTIONS = 300
+TRANSACTIONS = 400
+WRITERS = 8
+
+Transaction = Callable[[asyncpg.Connection, int], Awaitable[None]]
 
 
 def _claim_entry() -> str:
@@ -38,63 +45,81 @@ def _claim_entry() -> str:
         "resource_providers": {provider: 7},
         "resource_classes": ["VCPU"],
     }
-    entry = {"ordinal": 1, "resource": "allocation", "action": "created", "uuid": consumer}
+    entry = {"ordinal": 0, "resource": "allocation", "action": "created", "uuid": consumer}
     return json.dumps([{**entry, "details": details}])
 
 
-async def _rounds(
-    variants: dict[str, Callable[[], Awaitable[None]]], pids: set[int], rounds: int
-) -> dict[str, list[tuple[float, float]]]:
-    taken: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, transaction in variants.items():
-            before, began = cpu_seconds(pids), time.perf_counter()
-            for _ in range(TRANSACTIONS):
-                await transaction()
-            wall = (time.perf_counter() - began) / TRANSACTIONS * 1000
-            taken[name].append((wall, cpu_used(before, cpu_seconds(pids)) / TRANSACTIONS * 1000))
-    return taken
+def _variant(record: bool) -> Transaction:
+    entry = _claim_entry()
+
+    async def transaction(writer: asyncpg.Connection, row: int) -> None:
+        async with writer.transaction():
+            await writer.execute("UPDATE work SET v = v + 1 WHERE id = $1", row)
+            if record:
+                await writer.execute(_POSTGRESQL_APPEND, entry)
+
+    return transaction
+
+
+async def _run(writers: list[asyncpg.Connection], transaction: Transaction) -> float:
+    """Transactions per second of every writer running its share at once."""
+
+    async def share(row: int, writer: asyncpg.Connection) -> None:
+        for _ in range(TRANSACTIONS // len(writers)):
+            await transaction(writer, row)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(share(row, writer) for row, writer in enumerate(writers)))
+    return TRANSACTIONS // len(writers) * len(writers) / (time.perf_counter() - began)
+
+
+async def _sequencing(url: str) -> float:
+    """Wall seconds of one sequencing run."""
+    engine = create_engine(url)
+    try:
+        began = time.perf_counter()
+        async with unit_of_work(make_session_factory(engine), write=True) as session:
+            await changes.sequence(session)
+        return time.perf_counter() - began
+    finally:
+        await engine.dispose()
 
 
 async def measure(admin_dsn: str, rounds: int) -> None:
     database = f"placement_bench_feed_statement_{uuid.uuid4().hex[:8]}"
     await recreate_database(admin_dsn, database)
     dsn = server_dsn(admin_dsn, database)
+    url = dsn.replace("postgresql://", "postgresql+asyncpg://", 1)
+    rates: dict[str, list[tuple[float, float]]] = {"without the feed": [], "with the feed": []}
+    sequencing: list[float] = []
     try:
-        await asyncio.to_thread(
-            migrations.upgrade, dsn.replace("postgresql://", "postgresql+asyncpg://", 1)
+        await asyncio.to_thread(migrations.upgrade, url)
+        writers = [await asyncpg.connect(dsn) for _ in range(WRITERS)]
+        await writers[0].execute("CREATE TABLE work (id int PRIMARY KEY, v int)")
+        await writers[0].execute(
+            "INSERT INTO work SELECT g, 0 FROM generate_series(0, $1) AS g", WRITERS
         )
-        writer = await asyncpg.connect(dsn)
-        listeners = [await asyncpg.connect(dsn) for _ in range(2)]
-        for listener in listeners:
-            await listener.add_listener(NOTIFY_CHANNEL, lambda *_: None)
-        await writer.execute("CREATE TABLE work (id int PRIMARY KEY, v int)")
-        await writer.execute("INSERT INTO work VALUES (1, 0)")
-        entry = _claim_entry()
-
-        def variant(append: str | None) -> Callable[[], Awaitable[None]]:
-            async def transaction() -> None:
-                async with writer.transaction():
-                    await writer.execute("UPDATE work SET v = v + 1 WHERE id = 1")
-                    if append is not None:
-                        await writer.fetchval(append, 1, entry)
-
-            return transaction
-
-        variants = {
-            "without the feed": variant(None),
-            "with the feed": variant(_POSTGRESQL_APPEND),
-            "with the feed, no NOTIFY": variant(_POSTGRESQL_APPEND.replace(NOTIFY, "1")),
-        }
-        pids = {await c.fetchval("SELECT pg_backend_pid()") for c in (writer, *listeners)}
-        taken = await _rounds(variants, pids, rounds)
-        for connection in (writer, *listeners):
-            await connection.close()
+        pids = {await writer.fetchval("SELECT pg_backend_pid()") for writer in writers}
+        for _ in range(rounds):
+            for name, record in (("without the feed", False), ("with the feed", True)):
+                before = cpu_seconds(pids)
+                rate = await _run(writers, _variant(record))
+                cpu_ms = cpu_used(before, cpu_seconds(pids)) / TRANSACTIONS * 1000
+                rates[name].append((rate, cpu_ms))
+            sequencing.append(await _sequencing(url) / TRANSACTIONS * 1000)
+        for writer in writers:
+            await writer.close()
     finally:
         await drop_database(admin_dsn, database)
-    print(f"\n| one-row write transaction, {rounds} x {TRANSACTIONS} | wall ms | DB CPU ms |")
-    print("|---|---|---|")
-    for name, results in taken.items():
-        wall = statistics.median(w for w, _ in results)
+    print(
+        f"\n| {WRITERS} concurrent writers, {rounds} rounds of {TRANSACTIONS} one-row write "
+        "transactions | transactions/s | DB CPU ms per transaction |\n|---|---|---|"
+    )
+    for name, results in rates.items():
+        rate = statistics.median(r for r, _ in results)
         cpu = statistics.median(c for _, c in results)
-        print(f"| {name} | {wall:.3f} | {cpu:.3f} |")
+        print(f"| {name} | {rate:.0f} | {cpu:.3f} |")
+    print(
+        f"\nsequencing run (indexes a round's {TRANSACTIONS} entries): "
+        f"{statistics.median(sequencing):.3f} ms wall per entry"
+    )

@@ -1,9 +1,10 @@
 """``make bench``: every benchmark of the project, one after the other.
 
-    python -m bench                 # candidates, import, scheduler, keystone, writers, change-feed
+    python -m bench                 # every one: candidates, import, ..., change-feed, claims
     python -m bench candidates ...  # one benchmark, with its own arguments
     python -m bench scheduler --help
     python -m bench change-feed     # claims/s before and after the change feed
+    python -m bench claims --quick  # PUT/POST /allocations and reads, ours against upstream
 
 Each benchmark is a script of its own; this only runs them in order and
 stops at the first that fails.
@@ -31,6 +32,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "keystone": [str(HERE / "keystone_bench.py")],
     "writers": [str(HERE / "writers_bench.py")],
     "change-feed": [str(HERE / "change_feed_bench.py")],
+    "claims": [str(HERE / "claims_bench.py")],
 }
 
 

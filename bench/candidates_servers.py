@@ -14,6 +14,7 @@ from pathlib import Path
 
 import asyncpg
 from upstream import (
+    DEFAULT_VENV,
     HEADERS,
     ROOT,
     db_sync,
@@ -24,6 +25,7 @@ from upstream import (
 )
 
 __all__ = [
+    "DEFAULT_VENV",
     "HEADERS",
     "ROOT",
     "drop_database",
@@ -83,9 +85,10 @@ def prepare_ours(admin_dsn: str, database: str) -> str:
 
 
 @contextmanager
-def ours_server(url: str, log: Path) -> Iterator[str]:
+def ours_server(url: str, log: Path, workers: int = 1) -> Iterator[str]:
     env = dict(os.environ, PLACEMENT_DATABASE_URL=url, PLACEMENT_AUTH_STRATEGY="noauth2")
     command = [sys.executable, "-m", "placement_api", "serve", "--port", "{port}"]
+    command += ["--workers", str(workers)]
     with running([*command, "--log-level", "warning"], env, log) as base_url:
         yield base_url
 

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import random
-import re
 import sys
 import tempfile
 import time
@@ -27,13 +26,13 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.lean_http import Connection
 from bench.scheduler_bench_infra import (
     Placed,
     Server,
@@ -80,44 +79,9 @@ async def _providers(url: str, count: int) -> list[str]:
     return uuids
 
 
-class _KeepAlive:
-    """One keep-alive HTTP/1.1 connection, written by hand: with 64 clients,
-    httpx spent more CPU per request than the API did (on two cores the load
-    generator and the server compete), which measured httpx, not the API."""
-
-    def __init__(self, url: str) -> None:
-        parsed = urlsplit(url)
-        self.host, self.port = parsed.hostname or "127.0.0.1", parsed.port or 80
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def put(self, path: str, body: dict[str, object]) -> int:
-        if self.reader is None or self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        payload = json.dumps(body).encode()
-        self.writer.write(
-            f"PUT {path} HTTP/1.1\r\nhost: bench\r\nx-auth-token: admin\r\n"
-            f"openstack-api-version: {HEADERS['openstack-api-version']}\r\n"
-            f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n".encode()
-            + payload
-        )
-        head = (await self.reader.readuntil(b"\r\n\r\n")).lower()
-        length = re.search(rb"\r\ncontent-length: *(\d+)", head)
-        if length:
-            await self.reader.readexactly(int(length.group(1)))
-        if b"\r\nconnection: close" in head:
-            await self.close()
-        return int(head[9:12])
-
-    async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
-
-
 async def _client(url: str, providers: list[str], run: Run, until: float) -> None:
     rng = random.Random()
-    connection = _KeepAlive(url)
+    connection = Connection(url, HEADERS)
     try:
         while time.monotonic() < until:
             consumer, provider = str(uuid.uuid4()), rng.choice(providers)
@@ -130,7 +94,9 @@ async def _client(url: str, providers: list[str], run: Run, until: float) -> Non
             }
             started = time.perf_counter()
             try:
-                status = await connection.put(f"/allocations/{consumer}", body)
+                status, _ = await connection.request(
+                    "PUT", f"/allocations/{consumer}", json.dumps(body).encode()
+                )
             except (OSError, asyncio.IncompleteReadError) as exc:
                 run.errors[type(exc).__name__] += 1
                 await connection.close()

@@ -1,0 +1,377 @@
+"""Claims: ours against upstream OpenStack Placement, both on PostgreSQL.
+
+The candidates benchmark's flat data (1,000 hosts by default, loaded with
+COPY into two databases) is served by ours (``placement-api serve --workers
+2``) and by upstream Placement (``openstack-placement`` 16.0.0, uWSGI, two
+processes), both up at once. Each section sends the same load to one, then
+the other, in turns of ``--block-seconds`` (``--rounds`` turns each), so the
+machine's drift weighs on both alike:
+
+- reads every client makes: ``GET /resource_providers/{u}/inventories``,
+  ``GET /allocations/{consumer}``, ``GET /resource_providers?in_tree={u}``;
+- ``PUT /allocations/{new consumer}`` from 8 and from 64 concurrent clients,
+  one claim (VCPU:1, MEMORY_MB:256, DISK_GB:1) on a random host each;
+- ``POST /allocations`` with 50 new consumers per request.
+
+Before each claims section the allocations are emptied; after it the
+database is checked: no provider over capacity, usage equal to the sum of
+the allocations, one consumer per claim answered 204. Printed per section
+and server: rate, p50/p99, CPU per claim (or read) of the server's
+processes and of this load generator, PostgreSQL sessions opened, and the
+ratio ours/upstream (for latency and CPU: upstream/ours, so "x" is always
+how many times better ours is).
+
+    python bench/claims_bench.py            # 3 turns of 4 s each per section
+    python bench/claims_bench.py --quick    # 1 turn of 2 s
+    python bench/claims_bench.py --no-upstream --hosts 200
+
+Results: var/bench/claims-<time>.md and .json (and printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import candidates_data as data
+import candidates_servers as servers
+
+from bench import claims_db
+from bench.claims_load import (
+    FLAVOR,
+    PostClaims,
+    PutClaims,
+    Reads,
+    Tally,
+    Workload,
+    run_block,
+    warm_up,
+)
+from bench.lean_http import Connection
+from bench.scheduler_bench_infra import process_tree
+
+HEADERS = {**servers.HEADERS, "openstack-api-version": "placement 1.39"}
+
+
+@dataclass
+class Target:
+    name: str
+    url: str
+    database: str
+    dsn: str
+    pids: set[int]
+    keep_alive: bool
+    ours: bool
+
+
+@dataclass
+class Outcome:
+    section: str
+    server: str
+    tally: Tally
+    sessions: int
+    check: claims_db.Check | None = None
+    verified: bool | None = None
+
+
+def _server_pids(url: str) -> set[int]:
+    """The server's processes: the child of this process listening on its port, and its tree."""
+    port = url.rsplit(":", 1)[1]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if parent == os.getpid() and any(port.encode() in part for part in command):
+            return process_tree(int(entry.name))
+    raise RuntimeError(f"no server process of ours for {url}")
+
+
+async def _section(
+    options: argparse.Namespace,
+    targets: list[Target],
+    name: str,
+    work: Workload,
+    clients: int,
+    *,
+    claims: bool,
+) -> list[Outcome]:
+    pools = {
+        t.name: [Connection(t.url, HEADERS, keep_alive=t.keep_alive) for _ in range(clients)]
+        for t in targets
+    }
+    for target in targets:
+        await warm_up(pools[target.name], work)
+        if claims:
+            await claims_db.reset(target.dsn, ours=target.ours)
+    await asyncio.sleep(1.0)  # sessions are counted once their backend reports
+    sessions = {t.name: await claims_db.sessions(options.pg_url, t.database) for t in targets}
+    tallies = {target.name: Tally() for target in targets}
+    for turn in range(options.rounds):
+        # Alternate who goes first, so neither always meets a warmer machine.
+        for target in targets if turn % 2 == 0 else targets[::-1]:
+            await run_block(
+                pools[target.name], work, options.block_seconds, target.pids, tallies[target.name]
+            )
+    for pool in pools.values():
+        for connection in pool:
+            await connection.close()
+    await asyncio.sleep(1.0)
+    outcomes = []
+    for target in targets:
+        opened = await claims_db.sessions(options.pg_url, target.database) - sessions[target.name]
+        outcome = Outcome(name, target.name, tallies[target.name], opened)
+        if claims:
+            outcome.check = await claims_db.check(target.dsn, ours=target.ours)
+            outcome.verified = outcome.check.right(outcome.tally.claims, len(FLAVOR))
+        outcomes.append(outcome)
+        print(_line(outcome, claims), flush=True)
+    return outcomes
+
+
+def _line(outcome: Outcome, claims: bool) -> str:
+    tally = outcome.tally
+    check = f", {outcome.check.describe()}" if outcome.check else ""
+    return (
+        f"  {outcome.section:34s} {outcome.server:8s} {tally.per_second(claims):8.1f}/s "
+        f"p50 {tally.percentile_ms(0.5):7.1f} ms p99 {tally.percentile_ms(0.99):7.1f} ms "
+        f"server CPU {tally.cpu_ms(tally.server_cpu, claims):6.2f} ms "
+        f"bench CPU {tally.cpu_ms(tally.bench_cpu, claims):5.2f} ms "
+        f"sessions {outcome.sessions} statuses {dict(tally.statuses)} "
+        f"errors {dict(tally.errors)}{check}"
+    )
+
+
+async def _measure(
+    options: argparse.Namespace, targets: list[Target], dataset: data.Dataset
+) -> list[Outcome]:
+    providers = [uuid for _, uuid, _, _, _ in dataset.providers]
+    reads = {
+        "GET /resource_providers/{u}/inventories": [
+            f"/resource_providers/{uuid}/inventories" for uuid in providers
+        ],
+        "GET /allocations/{consumer}": [f"/allocations/{uuid}" for uuid, _ in dataset.consumers],
+        "GET /resource_providers?in_tree={u}": [
+            f"/resource_providers?in_tree={uuid}" for uuid in providers
+        ],
+    }
+    outcomes: list[Outcome] = []
+    for name, paths in reads.items():
+        outcomes += await _section(
+            options, targets, name, Reads(paths), options.read_clients, claims=False
+        )
+    for clients in options.put_clients:
+        name = f"PUT /allocations, {clients} clients"
+        outcomes += await _section(
+            options, targets, name, PutClaims(providers), clients, claims=True
+        )
+    name = f"POST /allocations x{options.per_post}, {options.post_clients} clients"
+    work = PostClaims(providers, options.per_post)
+    outcomes += await _section(options, targets, name, work, options.post_clients, claims=True)
+    return outcomes
+
+
+def _summary(outcome: Outcome) -> dict[str, object]:
+    tally, claims = outcome.tally, outcome.check is not None
+    return {
+        "section": outcome.section,
+        "server": outcome.server,
+        "per_second": tally.per_second(claims),
+        "p50_ms": tally.percentile_ms(0.5),
+        "p99_ms": tally.percentile_ms(0.99),
+        "server_cpu_ms": tally.cpu_ms(tally.server_cpu, claims),
+        "bench_cpu_ms_per_request": 1000 * tally.bench_cpu / max(tally.requests, 1),
+        "sessions_opened": outcome.sessions,
+        "statuses": {str(status): count for status, count in tally.statuses.items()},
+        "errors": dict(tally.errors),
+        "check": asdict(outcome.check) if outcome.check else None,
+        "verified": outcome.verified,
+    }
+
+
+def _ratio(ours: float, upstream: float) -> str:
+    return f"{ours / upstream:.1f}x" if ours and upstream else "-"
+
+
+def markdown(outcomes: list[Outcome], header: str) -> str:
+    lines = [
+        header,
+        "",
+        "| section | server | claims/s (reads: requests/s) | p50 ms | p99 ms "
+        "| server CPU ms per claim (read) | bench CPU ms per request | PG sessions opened "
+        "| answers | database after |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    by_section: dict[str, dict[str, Outcome]] = {}
+    for outcome in outcomes:
+        by_section.setdefault(outcome.section, {})[outcome.server] = outcome
+    for section, pair in by_section.items():
+        claims = pair["ours"].check is not None
+        for outcome in pair.values():
+            tally = outcome.tally
+            verified = (
+                "-"
+                if outcome.check is None
+                else ("verified: " if outcome.verified else "WRONG: ") + outcome.check.describe()
+            )
+            per_request = 1000 * tally.bench_cpu / max(tally.requests, 1)
+            lines.append(
+                f"| {section} | {outcome.server} | {tally.per_second(claims):.1f} "
+                f"| {tally.percentile_ms(0.5):.1f} | {tally.percentile_ms(0.99):.1f} "
+                f"| {tally.cpu_ms(tally.server_cpu, claims):.2f} | {per_request:.2f} "
+                f"| {outcome.sessions} "
+                f"| {' '.join(f'{s}:{n}' for s, n in sorted(tally.statuses.items()))} "
+                f"| {verified} |"
+            )
+        if "upstream" in pair:
+            ours, up = pair["ours"].tally, pair["upstream"].tally
+            cpu = _ratio(up.cpu_ms(up.server_cpu, claims), ours.cpu_ms(ours.server_cpu, claims))
+            lines.append(
+                f"| {section} | **ours vs upstream** "
+                f"| {_ratio(ours.per_second(claims), up.per_second(claims))} "
+                f"| {_ratio(up.percentile_ms(0.5), ours.percentile_ms(0.5))} "
+                f"| {_ratio(up.percentile_ms(0.99), ours.percentile_ms(0.99))} "
+                f"| {cpu} "
+                "| | | | |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=2, help="processes of each server")
+    parser.add_argument("--put-clients", default="8,64", help="comma-separated client counts")
+    parser.add_argument("--post-clients", type=int, default=4)
+    parser.add_argument("--per-post", type=int, default=50, help="consumers per POST")
+    parser.add_argument("--read-clients", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3, help="turns each server takes")
+    parser.add_argument("--block-seconds", type=float, default=4.0)
+    parser.add_argument("--quick", action="store_true", help="one turn of 2 s per section")
+    parser.add_argument("--no-upstream", dest="upstream", action="store_false")
+    parser.add_argument(
+        "--upstream-venv",
+        type=Path,
+        default=servers.DEFAULT_VENV,
+        help="where upstream Placement is installed (made on first use)",
+    )
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get(
+            "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
+    parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
+    options = parser.parse_args()
+    options.put_clients = [int(part) for part in options.put_clients.split(",")]
+    if options.quick:
+        options.rounds, options.block_seconds = 1, 2.0
+    return options
+
+
+def _run(coroutine: object) -> None:
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(coroutine)  # type: ignore[arg-type]
+    else:
+        uvloop.run(coroutine)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    options = parse_args()
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    work = options.out_dir / "claims"
+    work.mkdir(parents=True, exist_ok=True)
+    dataset = data.generate(options.hosts, nested=False)
+    suffix = os.getpid()
+    ours_db, upstream_db = f"bench_claims_ours_{suffix}", f"bench_claims_upstream_{suffix}"
+    created: list[str] = []
+    targets: list[Target] = []
+    version = None
+    try:
+        with ExitStack() as stack:
+            url = servers.prepare_ours(options.pg_url, ours_db)
+            created.append(ours_db)
+            ours_dsn = servers.server_dsn(options.pg_url, ours_db)
+            asyncio.run(data.load(ours_dsn, dataset, data.OURS))
+            ours_url = stack.enter_context(
+                servers.ours_server(url, work / "ours.log", workers=options.workers)
+            )
+            targets.append(
+                Target("ours", ours_url, ours_db, ours_dsn, _server_pids(ours_url), True, True)
+            )
+            if options.upstream:
+                bin_dir = servers.ensure_upstream_venv(options.upstream_venv.resolve())
+                version = servers.upstream_version(bin_dir)
+                config = work / "upstream-config"
+                servers.prepare_upstream(bin_dir, options.pg_url, upstream_db, config)
+                created.append(upstream_db)
+                upstream_url = stack.enter_context(
+                    servers.upstream_server(
+                        bin_dir,
+                        config,
+                        work / "upstream.log",
+                        request_timeout=60,
+                        processes=options.workers,
+                    )
+                )
+                up_dsn = servers.server_dsn(options.pg_url, upstream_db)
+                asyncio.run(data.load(up_dsn, dataset, data.UPSTREAM))
+                targets.append(
+                    Target(
+                        "upstream",
+                        upstream_url,
+                        upstream_db,
+                        up_dsn,
+                        _server_pids(upstream_url),
+                        False,
+                        False,
+                    )
+                )
+            outcomes: list[Outcome] = []
+
+            async def measure() -> None:
+                outcomes.extend(await _measure(options, targets, dataset))
+
+            _run(measure())
+    finally:
+        for database in created:
+            asyncio.run(servers.drop_database(options.pg_url, database))
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    header = (
+        f"PostgreSQL, {options.hosts} hosts, {options.workers} processes per server "
+        f"(ours {revision}; upstream openstack-placement {version or '-'} on uWSGI), "
+        f"{options.rounds} turns of {options.block_seconds:g} s per section and server, "
+        f"load average {os.getloadavg()[0]:.1f}."
+    )
+    report = markdown(outcomes, header)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (options.out_dir / f"claims-{stamp}.md").write_text(report)
+    (options.out_dir / f"claims-{stamp}.json").write_text(
+        json.dumps([_summary(outcome) for outcome in outcomes], indent=2)
+    )
+    print(report)
+    if any(outcome.verified is False for outcome in outcomes):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

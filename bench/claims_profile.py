@@ -1,0 +1,170 @@
+"""Where a single-consumer ``PUT /allocations/{uuid}`` spends its CPU, in process.
+
+    python bench/claims_profile.py                      # CPU per claim, then a cProfile
+    python bench/claims_profile.py --claims 3000 --top 60 --save var/bench/put.prof
+
+A scratch PostgreSQL database with ``--providers`` hosts; the app is called
+as the server calls it (raw ASGI, no HTTP client in the way), one claim at a
+time (new consumer, VCPU:1 MEMORY_MB:256 DISK_GB:1 on a random host). First
+the CPU per claim of this process without the profiler (app, SQLAlchemy and
+asyncpg; PostgreSQL's own work is not in it), then the same under cProfile,
+printed by cumulative time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import os
+import pstats
+import random
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import candidates_servers as servers
+
+from bench.claims_load import FLAVOR
+from placement_api.app import create_app
+from placement_api.settings import Settings
+
+HEADERS = [
+    (b"x-auth-token", b"admin"),
+    (b"openstack-api-version", b"placement 1.39"),
+    (b"content-type", b"application/json"),
+]
+
+
+async def call(app: Any, method: str, path: str, body: bytes = b"") -> int:
+    """One request through the ASGI app, as uvicorn would make it; the status."""
+    path, _, query = path.partition("?")
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": query.encode(),
+        "headers": [*HEADERS, (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("bench", 80),
+    }
+    sent = asyncio.Event()
+    status = 0
+    delivered = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await sent.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif not message.get("more_body", False):
+            sent.set()
+
+    await app(scope, receive, send)
+    return status
+
+
+async def seed(app: Any, count: int) -> list[str]:
+    providers = []
+    for number in range(count):
+        ident = str(uuid.uuid4())
+        made = json.dumps({"name": f"host-{number}", "uuid": ident}).encode()
+        assert await call(app, "POST", "/resource_providers", made) == 200
+        inventory = {
+            "resource_provider_generation": 0,
+            "inventories": {
+                "VCPU": {"total": 10**6},
+                "MEMORY_MB": {"total": 10**9},
+                "DISK_GB": {"total": 10**7},
+            },
+        }
+        body = json.dumps(inventory).encode()
+        status = await call(app, "PUT", f"/resource_providers/{ident}/inventories", body)
+        assert status == 200, status
+        providers.append(ident)
+    return providers
+
+
+def claim_body(provider: str) -> bytes:
+    return json.dumps(
+        {
+            "allocations": {provider: {"resources": FLAVOR}},
+            "project_id": "bench",
+            "user_id": "bench",
+            "consumer_generation": None,
+            "consumer_type": "INSTANCE",
+        }
+    ).encode()
+
+
+async def claims(app: Any, providers: list[str], count: int) -> float:
+    """``count`` claims one after the other; this process's CPU seconds for them."""
+    rng = random.Random(7)
+    bodies = [claim_body(rng.choice(providers)) for _ in range(count)]
+    started = time.process_time()
+    for body in bodies:
+        status = await call(app, "PUT", f"/allocations/{uuid.uuid4()}", body)
+        assert status == 204, status
+    return time.process_time() - started
+
+
+async def profile(options: argparse.Namespace, url: str) -> None:
+    app = create_app(Settings(database_url=url, auth_strategy="noauth2"))
+    async with app.router.lifespan_context(app):
+        providers = await seed(app, options.providers)
+        await claims(app, providers, options.claims // 4)  # warm: pools, caches, statements
+        cpu = await claims(app, providers, options.claims)
+        print(f"in process: {1000 * cpu / options.claims:.3f} ms CPU per claim (no profiler)")
+        profiler = cProfile.Profile(time.process_time)
+        profiler.enable()
+        await claims(app, providers, options.claims)
+        profiler.disable()
+    if options.save:
+        profiler.dump_stats(options.save)
+    stats = pstats.Stats(profiler)
+    print(f"cProfile, {options.claims} claims (times include the profiler's overhead):")
+    stats.sort_stats("cumulative").print_stats(options.top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--providers", type=int, default=100)
+    parser.add_argument("--claims", type=int, default=2000)
+    parser.add_argument("--top", type=int, default=50, help="functions printed")
+    parser.add_argument("--save", type=Path, help="write the raw profile here (pstats)")
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get(
+            "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
+    options = parser.parse_args()
+    database = f"bench_claims_profile_{os.getpid()}"
+    try:
+        url = servers.prepare_ours(options.pg_url, database)
+        asyncio.run(profile(options, url))
+    finally:
+        asyncio.run(servers.drop_database(options.pg_url, database))
+
+
+if __name__ == "__main__":
+    main()

@@ -20,6 +20,8 @@ COMPUTE_NODE_TRAIT = "COMPUTE_NODE"
 # Standard traits the agent derives itself and so may also take away.
 DERIVED_TRAIT_PREFIXES = ("HW_CPU_X86_", "HW_ARCH_")
 _MB_PER_GB = 1024
+# Linux numbers NUMA nodes below 1 << CONFIG_NODES_SHIFT, and that shift is at most 10.
+MAX_NUMA_NODES = 1024
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,12 @@ class HostPlan:
 def numa_child_uuid(root_uuid: str, cell_id: int) -> str:
     """Stable without extra state: derived from the root uuid and the cell id."""
     return str(uuid.uuid5(uuid.UUID(root_uuid), f"numa-cell-{cell_id}"))
+
+
+def owned_child_uuids(root_uuid: str) -> frozenset[str]:
+    """Every child uuid this agent can ever report under the root: its ownership rule.
+    Derived, not remembered, so it holds after a lost state directory or a rename."""
+    return frozenset(numa_child_uuid(root_uuid, cell_id) for cell_id in range(MAX_NUMA_NODES))
 
 
 def build_host_plan(

@@ -6,7 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.inventory import InventoryRecord
-from placement_client import NotFound, PlacementClient
+from placement_client import MicroversionUnsupported, NotFound, PlacementClient, Version
+
+# POST /reshaper exists from 1.30. It is sent at 1.37 at most: from 1.38 every
+# consumer must name a type, and a consumer moved here should keep its own.
+RESHAPER = Version(1, 30)
+RESHAPE_AT_MOST = Version(1, 37)
 
 
 @dataclass(frozen=True)
@@ -19,9 +24,27 @@ class ProviderRecord:
 
 
 @dataclass(frozen=True)
+class ConsumerRecord:
+    """One consumer's whole allocation set (every provider), as GET /allocations shows it."""
+
+    uuid: str
+    generation: int | None
+    project_id: str
+    user_id: str
+    allocations: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
 class InventorySnapshot:
     generation: int
     inventories: dict[str, InventoryRecord]
+
+
+@dataclass(frozen=True)
+class AllocationsSnapshot:
+    generation: int
+    # Consumer uuid -> resources it holds on the provider.
+    allocations: dict[str, dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -53,6 +76,20 @@ class AgentPlacement:
         if parent_uuid is not None:
             payload["parent_provider_uuid"] = parent_uuid
         return _provider(await self._client.post("/resource_providers", payload))
+
+    async def list_tree(self, root_uuid: str) -> list[ProviderRecord]:
+        body = await self._client.get("/resource_providers", params={"in_tree": root_uuid})
+        return [_provider(found) for found in body["resource_providers"]]
+
+    async def rename_provider(
+        self, uuid: str, name: str, parent_uuid: str | None
+    ) -> ProviderRecord:
+        """The parent is always sent: from 1.37 leaving it out would un-parent a child."""
+        payload = {"name": name, "parent_provider_uuid": parent_uuid}
+        return _provider(await self._client.put(f"/resource_providers/{uuid}", payload))
+
+    async def delete_provider(self, uuid: str) -> None:
+        await self._client.delete(f"/resource_providers/{uuid}")
 
     async def get_inventories(self, uuid: str) -> InventorySnapshot:
         body = await self._client.get(f"/resource_providers/{uuid}/inventories")
@@ -91,11 +128,65 @@ class AgentPlacement:
 
     async def get_provider_allocations(self, uuid: str) -> dict[str, dict[str, int]]:
         """Consumer uuid -> resources it holds on this provider."""
+        return (await self.get_allocations_snapshot(uuid)).allocations
+
+    async def get_allocations_snapshot(self, uuid: str) -> AllocationsSnapshot:
         body = await self._client.get(f"/resource_providers/{uuid}/allocations")
-        return {
-            consumer: {rc: int(amount) for rc, amount in held["resources"].items()}
-            for consumer, held in body["allocations"].items()
+        return AllocationsSnapshot(
+            generation=int(body["resource_provider_generation"]),
+            allocations={
+                consumer: {rc: int(amount) for rc, amount in held["resources"].items()}
+                for consumer, held in body["allocations"].items()
+            },
+        )
+
+    async def get_consumer(self, consumer_uuid: str) -> ConsumerRecord:
+        body = await self._client.get(f"/allocations/{consumer_uuid}")
+        return ConsumerRecord(
+            uuid=consumer_uuid,
+            generation=body.get("consumer_generation"),
+            project_id=body["project_id"],
+            user_id=body["user_id"],
+            allocations={
+                provider: {rc: int(amount) for rc, amount in held["resources"].items()}
+                for provider, held in body["allocations"].items()
+            },
+        )
+
+    async def reshape(
+        self,
+        inventories: dict[str, tuple[int, dict[str, InventoryRecord]]],
+        consumers: list[ConsumerRecord],
+    ) -> None:
+        """One POST /reshaper: new inventories (by provider: the generation seen and the
+        whole inventory) and the whole new allocations of every consumer moved."""
+        if self._client.microversion < RESHAPER:
+            detail = f"moving allocations needs microversion {RESHAPER}"
+            raise MicroversionUnsupported("POST", "/reshaper", None, detail)
+        payload = {
+            "inventories": {
+                uuid: {
+                    "resource_provider_generation": generation,
+                    "inventories": {rc: _record_json(r) for rc, r in records.items()},
+                }
+                for uuid, (generation, records) in inventories.items()
+            },
+            "allocations": {consumer.uuid: _consumer_json(consumer) for consumer in consumers},
         }
+        await self._client.post("/reshaper", payload, microversion=RESHAPE_AT_MOST)
+
+
+def _consumer_json(consumer: ConsumerRecord) -> dict[str, Any]:
+    return {
+        "allocations": {
+            provider: {"resources": resources}
+            for provider, resources in consumer.allocations.items()
+            if resources
+        },
+        "project_id": consumer.project_id,
+        "user_id": consumer.user_id,
+        "consumer_generation": consumer.generation,
+    }
 
 
 def _provider(body: dict[str, Any]) -> ProviderRecord:

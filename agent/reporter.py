@@ -15,7 +15,13 @@ from agent.inventory import (
     resolve_traits,
 )
 from agent.placement import AgentPlacement, ProviderRecord
-from placement_client import ConcurrentUpdate, Conflict, InventoryInUse, RetryPolicy
+from placement_client import (
+    ConcurrentUpdate,
+    Conflict,
+    DuplicateName,
+    InventoryInUse,
+    RetryPolicy,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +75,12 @@ class Reporter:
         self._ensured_names: set[str] = set()
 
     async def sync(
-        self, plan: ProviderPlan, previously_configured: frozenset[str]
+        self,
+        plan: ProviderPlan,
+        previously_configured: frozenset[str],
+        report: ProviderReport | None = None,
     ) -> ProviderReport:
-        report = ProviderReport(uuid=plan.uuid, name=plan.name)
+        report = report or ProviderReport(uuid=plan.uuid, name=plan.name)
         for attempt in range(self._retry.attempts):
             try:
                 await self._sync_once(plan, previously_configured, report)
@@ -119,9 +128,7 @@ class Reporter:
     async def ensure_provider(self, plan: ProviderPlan, report: ProviderReport) -> ProviderRecord:
         found = await self._client.get_provider(plan.uuid)
         if found is not None:
-            if found.name != plan.name:
-                log.warning("provider %s is named %r, not %r", plan.uuid, found.name, plan.name)
-            return found
+            return found if found.name == plan.name else await self.rename(found, plan)
         try:
             created = await self._client.create_provider(plan.uuid, plan.name, plan.parent_uuid)
         except Conflict as conflict:
@@ -138,6 +145,28 @@ class Reporter:
         log.info("created resource provider %s (%s)", plan.name, plan.uuid)
         report.created = True
         return created
+
+    async def rename(self, found: ProviderRecord, plan: ProviderPlan) -> ProviderRecord:
+        """The uuid is the provider's identity; a host renamed keeps it under its new name."""
+        try:
+            renamed = await self._client.rename_provider(plan.uuid, plan.name, plan.parent_uuid)
+        except DuplicateName as conflict:
+            holder = await self._client.find_provider_by_name(plan.name)
+            raise ProviderNameTaken(
+                f"cannot rename provider {found.name} ({plan.uuid}) to {plan.name}: the name "
+                f"belongs to provider {holder.uuid if holder else 'unknown'}"
+            ) from conflict
+        log.info("renamed resource provider %s (%s) to %s", found.name, plan.uuid, plan.name)
+        return renamed
+
+    async def inventories_of(self, provider: ProviderRecord) -> dict[str, InventoryRecord]:
+        """The provider's inventory at the generation given, read unless already known."""
+        known = await self._current(provider)
+        if known.generation != provider.generation:
+            raise ConcurrentUpdate(
+                "GET", f"/resource_providers/{provider.uuid}", 409, "provider changed between reads"
+            )
+        return known.inventories
 
     async def _current(self, provider: ProviderRecord) -> _Known:
         known = self._known.get(provider.uuid)

@@ -24,6 +24,7 @@ from agent.reporter import (
 )
 from agent.settings import AgentSettings
 from agent.state import AgentState, StateError, StateStore
+from agent.tree import TreeKeeper, TreeReport
 from placement_client import PlacementError
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class PassResult:
     provider_name: str | None = None
     provider_uuid: str | None = None
     reports: list[ProviderReport] = field(default_factory=list)
+    tree: TreeReport = field(default_factory=TreeReport)
     drift: Drift | None = None
     error: str | None = None
 
@@ -72,7 +74,9 @@ class ReportingPass:
     def __init__(self, settings: AgentSettings, client: AgentPlacement) -> None:
         self._settings = settings
         self._client = client
-        self._reporter = Reporter(client, conflict_retry(settings.conflict_retries))
+        retry = conflict_retry(settings.conflict_retries)
+        self._reporter = Reporter(client, retry)
+        self._tree = TreeKeeper(client, self._reporter, retry)
         self._store = StateStore(settings.state_dir)
 
     async def run(self) -> PassResult:
@@ -97,17 +101,23 @@ class ReportingPass:
         name = self._settings.provider_name or facts.hostname
         state = await self._load_or_adopt_state(name)
         plan = plan_for(self._settings, facts, state.root_provider_uuid)
+        started = {p.uuid: ProviderReport(uuid=p.uuid, name=p.name) for p in plan.providers}
+        plan, tree = await self._tree.settle(plan, started)
         reports = [
-            await self._reporter.sync(provider, state.configured_traits_of(provider.uuid))
+            await self._reporter.sync(
+                provider, state.configured_traits_of(provider.uuid), started[provider.uuid]
+            )
             for provider in plan.providers
         ]
         self._remember_configured_traits(state, plan)
-        drift = await reconcile(self._client, name, [p.uuid for p in plan.providers], facts.domains)
+        reconciled = [*(p.uuid for p in plan.providers), *tree.kept]
+        drift = await reconcile(self._client, name, reconciled, facts.domains)
         return PassResult(
-            outcome=_outcome(reports, drift),
+            outcome=_outcome(reports, tree, drift),
             provider_name=name,
             provider_uuid=plan.root.uuid,
             reports=reports,
+            tree=tree,
             drift=drift,
         )
 
@@ -133,8 +143,8 @@ class ReportingPass:
             self._store.save(state)
 
 
-def _outcome(reports: list[ProviderReport], drift: Drift) -> Outcome:
-    if any(report.held_in_use for report in reports):
+def _outcome(reports: list[ProviderReport], tree: TreeReport, drift: Drift) -> Outcome:
+    if tree.held or tree.kept or any(report.held_in_use for report in reports):
         return Outcome.IN_USE
     if drift.found:
         return Outcome.DRIFT

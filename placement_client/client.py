@@ -116,17 +116,26 @@ class PlacementClient:
     async def put(self, path: str, json: Any = None) -> Any:
         return _json(await self.request("PUT", path, json=json))
 
-    async def post(self, path: str, json: Any = None) -> Any:
-        return _json(await self.request("POST", path, json=json))
+    async def post(self, path: str, json: Any = None, microversion: Version | None = None) -> Any:
+        return _json(await self.request("POST", path, json=json, microversion=microversion))
 
     async def delete(self, path: str) -> None:
         await self.request("DELETE", path)
 
     async def request(
-        self, method: str, path: str, *, params: Params = None, json: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params = None,
+        json: Any = None,
+        microversion: Version | None = None,
     ) -> httpx.Response:
-        """The answer of a 2xx; any other answer raises its ``PlacementError`` subclass."""
+        """The answer of a 2xx; any other answer raises its ``PlacementError`` subclass.
+        ``microversion`` asks for an older version than the settled one for this request."""
         endpoint, version = await self._negotiated()
+        if microversion is not None:
+            version = min(version, microversion)
         headers = {"openstack-api-version": version.header}
         send = (method, endpoint + path, path)
         response = await self._send(*send, headers=headers, params=params, json=json)

@@ -7,6 +7,7 @@ import enum
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.discovery import DiscoveryError, HostFacts, build_host_facts, read_host
@@ -24,7 +25,7 @@ from agent.reporter import (
 )
 from agent.settings import AgentSettings
 from agent.state import AgentState, StateError, StateStore
-from agent.tree import TreeKeeper, TreeReport
+from agent.tree import ReshapeForbidden, TreeKeeper, TreeReport
 from placement_client import PlacementError
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ PASS_FAILURES = (
     ConflictRetriesExhausted,
     ProviderNameTaken,
     ProviderConfigError,
+    ReshapeForbidden,
     StateError,
 )
 
@@ -71,8 +73,14 @@ def plan_for(settings: AgentSettings, facts: HostFacts, root_uuid: str) -> HostP
 
 
 class ReportingPass:
-    def __init__(self, settings: AgentSettings, client: AgentPlacement) -> None:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        client: AgentPlacement,
+        discover_host: Callable[[AgentSettings], HostFacts] = discover,
+    ) -> None:
         self._settings = settings
+        self._discover = discover_host
         self._client = client
         retry = conflict_retry(settings.conflict_retries)
         self._reporter = Reporter(client, retry)
@@ -97,7 +105,7 @@ class ReportingPass:
         return result
 
     async def _run(self) -> PassResult:
-        facts = await asyncio.to_thread(discover, self._settings)
+        facts = await asyncio.to_thread(self._discover, self._settings)
         name = self._settings.provider_name or facts.hostname
         state = await self._load_or_adopt_state(name)
         plan = plan_for(self._settings, facts, state.root_provider_uuid)

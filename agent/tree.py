@@ -19,9 +19,13 @@ from agent.inventory import HostPlan, InventoryRecord, owned_child_uuids, resolv
 from agent.placement import AgentPlacement, ConsumerRecord, ProviderRecord
 from agent.relayout import Move, Relayout, TreeProvider, hold_back, plan_relayout
 from agent.reporter import ConflictRetriesExhausted, ProviderReport, Reporter, Sleep
-from placement_client import ConcurrentUpdate, Conflict, RetryPolicy
+from placement_client import ConcurrentUpdate, Conflict, Forbidden, RetryPolicy
 
 log = logging.getLogger(__name__)
+
+
+class ReshapeForbidden(RuntimeError):
+    """Policy refuses the agent's user POST /reshaper."""
 
 
 @dataclass
@@ -123,7 +127,13 @@ class TreeKeeper:
         inventories: dict[str, tuple[int, dict[str, InventoryRecord]]] = {
             uuid: (tree[uuid].generation, records) for uuid, records in relayout.inventories.items()
         }
-        await self._client.reshape(inventories, list(consumers.values()))
+        try:
+            await self._client.reshape(inventories, list(consumers.values()))
+        except Forbidden as refused:
+            raise ReshapeForbidden(
+                f"{refused}. Moving allocations between providers is a service's action "
+                "(policy placement:reshaper:reshape): give the agent's user the service role"
+            ) from refused
         for move in relayout.moves:
             amounts = ", ".join(f"{rc}={n}" for rc, n in sorted(move.resources.items()))
             log.info("moved %s of consumer %s from provider %s to %s",

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
+from agent.discovery import HostFacts
 from agent.placement import AgentPlacement
-from agent.reporting_pass import PassResult, ReportingPass
+from agent.reporting_pass import PassResult, ReportingPass, discover
 from agent.settings import AgentSettings
 from placement_api.db import migrations
 from placement_client import PlacementClient
@@ -138,7 +139,21 @@ def agent_settings(tmp_path: Path, placement_server: PlacementServer):
     return make
 
 
-async def one_pass(settings: AgentSettings, **http_options: Any) -> PassResult:
-    client = PlacementClient.with_token(settings.api_url, "admin", timeout=10.0, **http_options)
+async def one_pass(
+    settings: AgentSettings,
+    discover_host: Callable[[AgentSettings], HostFacts] = discover,
+    **http_options: Any,
+) -> PassResult:
+    """One pass as an admin that also has the service role, as the agent's Keystone user
+    has: moving allocations (POST /reshaper) is a service's action."""
+    hooks = http_options.pop("event_hooks", {})
+    hooks = hooks | {"request": [_with_service_role, *hooks.get("request", [])]}
+    client = PlacementClient.with_token(
+        settings.api_url, "admin", timeout=10.0, event_hooks=hooks, **http_options
+    )
     async with client:
-        return await ReportingPass(settings, AgentPlacement(client)).run()
+        return await ReportingPass(settings, AgentPlacement(client), discover_host).run()
+
+
+async def _with_service_role(request: httpx.Request) -> None:
+    request.headers["x-roles"] = "admin,service"

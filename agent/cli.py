@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from agent import decommission as decommissioning
 from agent.daemon import run_until_stopped, stop_on_signals
 from agent.placement import AgentPlacement
 from agent.reporting_pass import (
@@ -326,6 +327,45 @@ def show(
         typer.echo(json.dumps(document, indent=2))
     else:
         print_plan(Console(), document)
+
+
+@app.command()
+def decommission(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Argument(help="The host's root provider: its name or uuid.")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Check and list what would go; delete nothing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    api_url: ApiUrl = None,
+    token: Token = None,
+    auth_config: AuthConfig = None,
+    auth_section: AuthSection = None,
+    config: ConfigFile = None,
+) -> None:
+    """Delete a dead host's provider tree, children first, once no allocation is left in it.
+
+    Exit status: 0 deleted (with --dry-run: nothing stands in the way), 1 failed,
+    4 consumers still hold allocations there (listed; nothing deleted), 5 the tree
+    changed while it was checked or deleted (nothing more deleted; run again)."""
+    common: _CommonOptions = ctx.obj
+    options = common.options | _given(
+        api_url=api_url, token=token, auth_config_file=auth_config, auth_section=auth_section
+    )
+    settings = _settings(config or common.config, options)
+    result = asyncio.run(_decommission(settings, host, dry_run))
+    if as_json:
+        typer.echo(json.dumps(decommissioning.document(result, dry_run), indent=2))
+    else:
+        decommissioning.print_result(Console(soft_wrap=True), result)
+    raise typer.Exit(code=int(result.status))
+
+
+async def _decommission(
+    settings: AgentSettings, host: str, dry_run: bool
+) -> decommissioning.Decommission:
+    async with _client(settings) as client:
+        return await decommissioning.decommission(AgentPlacement(client), host, dry_run)
 
 
 def main() -> None:

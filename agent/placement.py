@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +188,22 @@ def _consumer_json(consumer: ConsumerRecord) -> dict[str, Any]:
         "user_id": consumer.user_id,
         "consumer_generation": consumer.generation,
     }
+
+
+def children_first(
+    listed: Mapping[str, ProviderRecord], only: Iterable[str] | None = None
+) -> list[ProviderRecord]:
+    """Providers of one tree (``listed``: all of it, by uuid), deepest first then by
+    name: an order in which each can be deleted. ``only`` restricts the answer."""
+
+    def depth(provider: ProviderRecord) -> int:
+        levels, parent = 0, provider.parent_uuid
+        while parent is not None and parent in listed:
+            levels, parent = levels + 1, listed[parent].parent_uuid
+        return levels
+
+    chosen = [listed[uuid] for uuid in only] if only is not None else list(listed.values())
+    return sorted(chosen, key=lambda p: (-depth(p), p.name))
 
 
 def _provider(body: dict[str, Any]) -> ProviderRecord:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agent.inventory import HostPlan, InventoryRecord, owned_child_uuids, resolve_inventories
-from agent.placement import AgentPlacement, ConsumerRecord, ProviderRecord
+from agent.placement import AgentPlacement, ConsumerRecord, ProviderRecord, children_first
 from agent.relayout import Move, Relayout, TreeProvider, hold_back, plan_relayout
 from agent.reporter import ConflictRetriesExhausted, ProviderReport, Reporter, Sleep
 from placement_client import ConcurrentUpdate, Conflict, Forbidden, RetryPolicy
@@ -144,7 +144,7 @@ class TreeKeeper:
     ) -> None:
         """Children before parents; a provider still parenting another stays."""
         remaining = set(listed)
-        for uuid in sorted(leaving, key=lambda u: -_depth(listed, u)):
+        for uuid in (p.uuid for p in children_first(listed, leaving)):
             reason = report.kept.get(uuid)
             if reason is None and any(listed[u].parent_uuid == uuid for u in remaining - {uuid}):
                 reason = "it still has child providers"
@@ -172,10 +172,3 @@ def _apply(consumer: ConsumerRecord, move: Move, source: TreeProvider) -> None:
         del on_source[rc]
         on_target = consumer.allocations.setdefault(move.target, {})
         on_target[rc] = on_target.get(rc, 0) + amount
-
-
-def _depth(listed: Mapping[str, ProviderRecord], uuid: str) -> int:
-    depth, parent = 0, listed[uuid].parent_uuid
-    while parent is not None and parent in listed:
-        depth, parent = depth + 1, listed[parent].parent_uuid
-    return depth

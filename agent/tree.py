@@ -94,8 +94,11 @@ class TreeKeeper:
         if relayout.inventories or leaving:
             tree = await self._read(listed, [*planned_uuids, *leaving], with_allocations=True)
             relayout = plan_relayout(tree, wanted, leaving)
-        if relayout.inventories:
+        if relayout.moves:
             await self._reshape(tree, relayout)
+        # Without allocations to move no reshape is needed: leaving providers are deleted
+        # next and the sync then writes the root before the cells, so a class is taken
+        # away before it is added elsewhere (briefly counted once too few, never twice).
         report.moves, report.held, report.kept = relayout.moves, relayout.held, relayout.kept
         for rc, reason in relayout.held.items():
             log.error("%s: %s not moved: %s", plan.root.name, rc, reason)

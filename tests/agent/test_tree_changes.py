@@ -105,6 +105,24 @@ async def test_numa_turned_off_moves_cell_allocations_to_the_root_in_one_reshape
     assert vcpu_candidates(placement, root) == 1
 
 
+async def test_numa_toggled_without_allocations_needs_no_reshape(
+    tmp_path: Path, placement, agent_settings
+):
+    settings = numa_host(agent_settings, tmp_path, numa=True)
+    first = await one_pass(settings)
+    requests = Requests()
+
+    off = await pass_counting(settings.model_copy(update={"numa_providers": False}), requests)
+    assert off.outcome is not Outcome.FAILED
+    assert list(tree(placement, first.provider_uuid)) == [settings.provider_name]
+    on = await pass_counting(settings, requests)
+
+    assert on.outcome is not Outcome.FAILED
+    assert requests.reshapes == 0
+    assert len(tree(placement, first.provider_uuid)) == 3
+    assert vcpu_total(placement, first.provider_uuid) == 16
+
+
 async def test_root_and_cells_both_carrying_vcpu_are_repaired_into_one_count(
     tmp_path: Path, placement, agent_settings
 ):

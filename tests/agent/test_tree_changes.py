@@ -27,6 +27,16 @@ def numa_host(agent_settings: Any, tmp_path: Path, numa: bool) -> AgentSettings:
     return settings
 
 
+async def reported_host(
+    agent_settings: Any, tmp_path: Path, numa: bool
+) -> tuple[AgentSettings, str]:
+    """A host reported once, and its root provider uuid."""
+    settings = numa_host(agent_settings, tmp_path, numa)
+    first = await one_pass(settings)
+    assert first.provider_uuid is not None
+    return settings, first.provider_uuid
+
+
 def tree(placement: httpx.Client, root_uuid: str | None) -> dict[str, dict[str, Any]]:
     """Name -> provider, for every provider in the host's tree."""
     listed = read(placement, f"/resource_providers?in_tree={root_uuid}")["resource_providers"]
@@ -78,11 +88,8 @@ def cell(found: dict[str, dict[str, Any]], settings: AgentSettings, cell_id: int
 async def test_numa_turned_off_moves_cell_allocations_to_the_root_in_one_reshape(
     tmp_path: Path, placement, agent_settings
 ):
-    settings = numa_host(agent_settings, tmp_path, numa=True)
-    first = await one_pass(settings)
+    settings, root = await reported_host(agent_settings, tmp_path, numa=True)
     small = str(uuid.uuid4())
-    root = first.provider_uuid
-    assert root is not None
     cells = tree(placement, root)
     other = str(uuid.uuid4())
     allocate(placement, small, cell(cells, settings, 0), {"VCPU": 2, "MEMORY_MB": 512})
@@ -108,55 +115,49 @@ async def test_numa_turned_off_moves_cell_allocations_to_the_root_in_one_reshape
 async def test_numa_toggled_without_allocations_needs_no_reshape(
     tmp_path: Path, placement, agent_settings
 ):
-    settings = numa_host(agent_settings, tmp_path, numa=True)
-    first = await one_pass(settings)
+    settings, root = await reported_host(agent_settings, tmp_path, numa=True)
     requests = Requests()
 
     off = await pass_counting(settings.model_copy(update={"numa_providers": False}), requests)
     assert off.outcome is not Outcome.FAILED
-    assert list(tree(placement, first.provider_uuid)) == [settings.provider_name]
+    assert list(tree(placement, root)) == [settings.provider_name]
     on = await pass_counting(settings, requests)
 
     assert on.outcome is not Outcome.FAILED
     assert requests.reshapes == 0
-    assert len(tree(placement, first.provider_uuid)) == 3
-    assert vcpu_total(placement, first.provider_uuid) == 16
+    assert len(tree(placement, root)) == 3
+    assert vcpu_total(placement, root) == 16
 
 
 async def test_root_and_cells_both_carrying_vcpu_are_repaired_into_one_count(
     tmp_path: Path, placement, agent_settings
 ):
     """What an older agent left behind (16 + 8 + 8 VCPU): the cells go, their users move."""
-    settings = numa_host(agent_settings, tmp_path, numa=True)
-    first = await one_pass(settings)
+    settings, root = await reported_host(agent_settings, tmp_path, numa=True)
     small = str(uuid.uuid4())
-    cells = tree(placement, first.provider_uuid)
+    cells = tree(placement, root)
     allocate(placement, small, cell(cells, settings, 1), {"VCPU": 3, "MEMORY_MB": 256})
     flat = settings.model_copy(update={"numa_providers": False})
-    assert first.provider_uuid is not None
-    root_inventory = inventories(placement, first.provider_uuid)
-    generation = provider(placement, first.provider_uuid)["generation"]
+    root_inventory = inventories(placement, root)
+    generation = provider(placement, root)["generation"]
     doubled = {"VCPU": {"total": 16, "max_unit": 16}, "MEMORY_MB": {"total": 3072}}
     body = {"resource_provider_generation": generation, "inventories": root_inventory | doubled}
-    put = placement.put(f"/resource_providers/{first.provider_uuid}/inventories", json=body)
+    put = placement.put(f"/resource_providers/{root}/inventories", json=body)
     assert put.status_code == 200, put.text
-    assert vcpu_total(placement, first.provider_uuid) == 32
+    assert vcpu_total(placement, root) == 32
 
     result = await one_pass(flat)
 
     assert result.error is None
-    assert vcpu_total(placement, first.provider_uuid) == 16
-    assert consumer(placement, small) == {first.provider_uuid: {"VCPU": 3, "MEMORY_MB": 256}}
+    assert vcpu_total(placement, root) == 16
+    assert consumer(placement, small) == {root: {"VCPU": 3, "MEMORY_MB": 256}}
 
 
 async def test_numa_turned_on_moves_root_allocations_whole_onto_the_cells(
     tmp_path: Path, placement, agent_settings
 ):
-    settings = numa_host(agent_settings, tmp_path, numa=False)
-    first = await one_pass(settings)
+    settings, root = await reported_host(agent_settings, tmp_path, numa=False)
     small = str(uuid.uuid4())
-    root = first.provider_uuid
-    assert root is not None
     other = str(uuid.uuid4())
     allocate(placement, small, root, {"VCPU": 2, "MEMORY_MB": 512})
     allocate(placement, other, root, {"VCPU": 4, "MEMORY_MB": 1024})
@@ -181,10 +182,7 @@ async def test_numa_turned_on_moves_root_allocations_whole_onto_the_cells(
 async def test_consumer_too_big_for_any_cell_keeps_the_flat_layout_until_it_is_gone(
     tmp_path: Path, placement, agent_settings
 ):
-    settings = numa_host(agent_settings, tmp_path, numa=False)
-    first = await one_pass(settings)
-    root = first.provider_uuid
-    assert root is not None
+    settings, root = await reported_host(agent_settings, tmp_path, numa=False)
     big = str(uuid.uuid4())
     allocate(placement, big, root, {"VCPU": 10, "MEMORY_MB": 256})
     numa = settings.model_copy(update={"numa_providers": True})
@@ -214,10 +212,9 @@ def without_cell_one(settings: AgentSettings) -> HostFacts:
 async def test_cell_gone_moves_its_allocations_to_the_cell_left_and_is_deleted(
     tmp_path: Path, placement, agent_settings
 ):
-    settings = numa_host(agent_settings, tmp_path, numa=True)
-    first = await one_pass(settings)
+    settings, root = await reported_host(agent_settings, tmp_path, numa=True)
     small = str(uuid.uuid4())
-    cells = tree(placement, first.provider_uuid)
+    cells = tree(placement, root)
     gone, left = cell(cells, settings, 1), cell(cells, settings, 0)
     allocate(placement, small, gone, {"VCPU": 2, "MEMORY_MB": 512})
 
@@ -232,30 +229,28 @@ async def test_cell_gone_moves_its_allocations_to_the_cell_left_and_is_deleted(
 async def test_provider_of_someone_else_in_the_tree_is_left_alone_and_reported(
     tmp_path: Path, placement, agent_settings
 ):
-    settings = numa_host(agent_settings, tmp_path, numa=True)
-    first = await one_pass(settings)
-    body = {"name": f"gpu-{uuid.uuid4()}", "parent_provider_uuid": first.provider_uuid}
+    settings, root = await reported_host(agent_settings, tmp_path, numa=True)
+    body = {"name": f"gpu-{uuid.uuid4()}", "parent_provider_uuid": root}
     theirs = placement.post("/resource_providers", json=body).json()["uuid"]
 
     result = await one_pass(settings.model_copy(update={"numa_providers": False}))
 
     assert result.tree.foreign == [theirs]
     assert theirs not in result.tree.deleted
-    assert set(tree(placement, first.provider_uuid)) == {settings.provider_name, body["name"]}
+    assert set(tree(placement, root)) == {settings.provider_name, body["name"]}
 
 
 async def test_renamed_host_keeps_its_providers_under_the_new_name(
     tmp_path: Path, placement, agent_settings
 ):
-    settings = numa_host(agent_settings, tmp_path, numa=True)
-    first = await one_pass(settings)
-    before = {p["uuid"] for p in tree(placement, first.provider_uuid).values()}
+    settings, root = await reported_host(agent_settings, tmp_path, numa=True)
+    before = {p["uuid"] for p in tree(placement, root).values()}
     renamed = settings.model_copy(update={"provider_name": f"renamed-{uuid.uuid4().hex[:8]}"})
 
     result = await one_pass(renamed)
 
-    assert result.provider_uuid == first.provider_uuid
-    found = tree(placement, first.provider_uuid)
+    assert result.provider_uuid == root
+    found = tree(placement, root)
     assert {p["uuid"] for p in found.values()} == before
     assert sorted(found) == [
         renamed.provider_name,

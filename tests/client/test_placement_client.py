@@ -61,6 +61,16 @@ async def test_an_older_version_is_spoken_when_the_client_wants_it(
     assert response.headers["openstack-api-version"] == "placement 1.20"
 
 
+async def test_one_request_may_ask_for_an_older_version_never_a_newer_one(
+    make_client: MakeClient,
+) -> None:
+    client = make_client(microversion="1.30")
+    older = await client.request("GET", "/resource_providers", microversion=Version(1, 14))
+    capped = await client.request("GET", "/resource_providers", microversion=Version(1, 39))
+    assert older.headers["openstack-api-version"] == "placement 1.14"
+    assert capped.headers["openstack-api-version"] == "placement 1.30"
+
+
 async def test_a_server_older_than_the_client_needs_is_refused_before_any_request(
     make_client: MakeClient,
 ) -> None:

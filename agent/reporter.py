@@ -166,6 +166,7 @@ class Reporter:
             raise ConcurrentUpdate(
                 "GET", f"/resource_providers/{provider.uuid}", 409, "provider changed between reads"
             )
+        self._known[provider.uuid] = known  # the sync that follows reads it from here
         return known.inventories
 
     async def _current(self, provider: ProviderRecord) -> _Known:

@@ -112,6 +112,23 @@ async def test_numa_turned_off_moves_cell_allocations_to_the_root_in_one_reshape
     assert vcpu_candidates(placement, root) == 1
 
 
+async def test_steady_pass_reads_the_tree_once_and_each_inventory_once_and_writes_nothing(
+    tmp_path: Path, placement, agent_settings
+):
+    settings, _root = await reported_host(agent_settings, tmp_path, numa=True)
+    sent: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append(request)
+
+    await one_pass(settings, event_hooks={"request": [record]})
+
+    paths = [r.url.path for r in sent]
+    assert sum(path == "/resource_providers" for path in paths) == 1
+    assert sum(path.endswith("/inventories") for path in paths) == 3
+    assert {r.method for r in sent} == {"GET"}
+
+
 async def test_numa_toggled_without_allocations_needs_no_reshape(
     tmp_path: Path, placement, agent_settings
 ):

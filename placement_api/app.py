@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from placement_api import errors, microversion
 from placement_api.auth import KEYSTONE, Authenticator, NoAuth2Authenticator
+from placement_api.capacity_sources import CapacitySources
 from placement_api.change_feed import ChangeFeed
 from placement_api.db.engine import engine_for
 from placement_api.db.session import make_session_factory, unit_of_work
@@ -27,6 +28,7 @@ from placement_api.keystone import KeystoneAuthenticator
 from placement_api.middleware import PlacementRequestMiddleware
 from placement_api.observability import metrics
 from placement_api.observability.access import AccessMiddleware
+from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.policy import Policy
 from placement_api.rendering import error_response
 from placement_api.request_limits import RequestLimitsMiddleware
@@ -76,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     # Built now so a bad configuration stops start-up, not the first request.
     authenticator = _authenticator(settings)
+    capacity = CapacitySources.from_settings(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -107,6 +110,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             policy=policy,
             authenticator=authenticator,
             change_feed=change_feed,
+            capacity=capacity,
+            capacity_gauges=CapacityGauges(capacity, settings.capacity_metrics_interval),
         )
         # What start-up made (modules, the app, the policy) lives as long as
         # the process: frozen, it is left out of the collector's full passes,

@@ -12,11 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.auth import Authenticator, RequestContext
+from placement_api.capacity_sources import CapacitySources
 from placement_api.change_feed import ChangeFeed
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes
 from placement_api.input_checks import decode_json
 from placement_api.microversion import Version
+from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.policy import Policy
 from placement_api.settings import Settings
 
@@ -33,6 +35,8 @@ class Services:
     policy: Policy
     authenticator: Authenticator
     change_feed: ChangeFeed
+    capacity: CapacitySources
+    capacity_gauges: CapacityGauges
 
 
 @dataclass(frozen=True)

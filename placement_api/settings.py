@@ -264,6 +264,29 @@ class Settings(BaseSettings):
     metrics_host: str = Field(
         default="127.0.0.1", description="Address the separate metrics port listens on."
     )
+    capacity_aggregates_file: Path | None = Field(
+        default=None,
+        description="YAML file whose `aggregates` mapping (the scheduler's format: aggregate "
+        "uuid -> name, availability_zone, metadata) names aggregates and zones in GET "
+        "/capacity, `placement-api capacity` and the capacity gauges; a scheduler "
+        "configuration file will do. Read at start-up.",
+    )
+    capacity_default_availability_zone: str = Field(
+        default="nova",
+        description="Zone of hosts in no aggregate that names one, in capacity reports.",
+    )
+    capacity_flavors_file: Path | None = Field(
+        default=None,
+        description="A scheduler flavors file (YAML): the flavors whose fits the capacity "
+        "gauges report, and `placement-api capacity`'s flavors when none is given. Read "
+        "at start-up.",
+    )
+    capacity_metrics_interval: float = Field(
+        default=60.0,
+        ge=0,
+        description="Seconds the capacity gauges computed for one scrape are reused by "
+        "the next ones (0: computed at every scrape).",
+    )
     log_format: Literal["text", "json"] = Field(
         default="text", description="`text` lines or `json` lines (one object per line)."
     )

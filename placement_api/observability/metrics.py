@@ -119,14 +119,17 @@ def multiprocess_enabled() -> bool:
     return bool(os.environ.get(MULTIPROC_DIR_VARIABLE))
 
 
-def exposition(capacity: Sequence[InventoryFigures]) -> tuple[bytes, str]:
-    """The text format body and its content type: process metrics plus capacity."""
+def exposition(capacity: Sequence[InventoryFigures], *extra: Collector) -> tuple[bytes, str]:
+    """The text format body and its content type: process metrics plus capacity
+    (and the ``extra`` collectors: the capacity report's gauges)."""
     registry = CollectorRegistry()
     if multiprocess_enabled():
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     else:
         registry.register(_Forward(REGISTRY))
     registry.register(CapacityCollector(capacity))
+    for collector in extra:
+        registry.register(collector)
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 

@@ -15,8 +15,10 @@ import uvicorn
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
+from placement_api.capacity_sources import CapacitySources
 from placement_api.db.engine import create_engine
 from placement_api.db.session import SessionFactory, make_session_factory
+from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.routers.metrics import metrics_response
 from placement_api.settings import Settings
 
@@ -26,6 +28,9 @@ def create_metrics_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.database_url, pool_size=1)
         app.state.session_factory = make_session_factory(engine)
+        app.state.capacity_gauges = CapacityGauges(
+            CapacitySources.from_settings(settings), settings.capacity_metrics_interval
+        )
         try:
             yield
         finally:
@@ -36,7 +41,8 @@ def create_metrics_app(settings: Settings) -> FastAPI:
     @app.get("/metrics")
     async def scrape(request: Request) -> Response:
         factory: SessionFactory = request.app.state.session_factory
-        return await metrics_response(factory)
+        gauges: CapacityGauges = request.app.state.capacity_gauges
+        return await metrics_response(factory, gauges)
 
     return app
 

@@ -13,6 +13,7 @@ from placement_api.policies import (
     allocation,
     allocation_candidate,
     base,
+    capacity,
     change,
     inventory,
     reshaper,
@@ -28,6 +29,7 @@ __all__ = [
     "allocation",
     "allocation_candidate",
     "base",
+    "capacity",
     "change",
     "inventory",
     "reshaper",
@@ -49,6 +51,7 @@ _MODULES = (
     allocation_candidate,
     reshaper,
     change,
+    capacity,
 )
 
 

@@ -6,6 +6,7 @@ from placement_api.routers import (
     aggregates,
     allocation_candidates,
     allocations,
+    capacity,
     changes,
     inventories,
     reshaper,
@@ -28,4 +29,5 @@ ROUTERS: list[APIRouter] = [
     allocation_candidates.router,
     reshaper.router,
     changes.router,
+    capacity.router,
 ]

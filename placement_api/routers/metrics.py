@@ -15,6 +15,7 @@ from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.deps import services
 from placement_api.domain.inventory_figures import inventory_figures
 from placement_api.observability import metrics
+from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.policies import base as base_policies
 
 router = APIRouter(tags=["metrics"], include_in_schema=False)
@@ -27,11 +28,11 @@ async def scrape(request: Request) -> Response:
     context = await shared.authenticator.authenticate(request.headers, request.state.request_id)
     request.state.context = context
     shared.policy.authorize(base_policies.ADMIN_API, context)
-    return await metrics_response(shared.session_factory)
+    return await metrics_response(shared.session_factory, shared.capacity_gauges)
 
 
-async def metrics_response(factory: SessionFactory) -> Response:
+async def metrics_response(factory: SessionFactory, gauges: CapacityGauges) -> Response:
     async with unit_of_work(factory, write=False) as session:
         rows = await inventory_figures(session)
-    body, content_type = metrics.exposition(rows)
+    body, content_type = metrics.exposition(rows, await gauges.collector(factory))
     return Response(body, media_type=content_type)

@@ -38,7 +38,8 @@ class FlavorsFileError(Exception):
     """A one-line reason the flavor could not be read."""
 
 
-def load_flavor(path: Path, name: str) -> Flavor:
+def load_flavors(path: Path) -> dict[str, Flavor]:
+    """Every flavor of the file, by name."""
     try:
         document = yaml.safe_load(path.read_text())
     except OSError as exc:
@@ -49,11 +50,15 @@ def load_flavor(path: Path, name: str) -> Flavor:
     except yaml.YAMLError as exc:
         raise FlavorsFileError(f"{path} is not valid YAML: {exc}") from None
     try:
-        flavors = _FLAVORS.validate_python(document or {})
+        return _FLAVORS.validate_python(document or {})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise FlavorsFileError(f"{path}: {where}: {first['msg']}") from None
+
+
+def load_flavor(path: Path, name: str) -> Flavor:
+    flavors = load_flavors(path)
     if name not in flavors:
         known = ", ".join(sorted(flavors)) or "none"
         raise FlavorsFileError(f"no flavor {name!r} in {path} (it has: {known})")

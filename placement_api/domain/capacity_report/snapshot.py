@@ -1,0 +1,151 @@
+"""Everything a capacity report reads, in a few bulk statements (no per-host query).
+
+Providers, every inventory row (capacity computed in SQL as responses show
+it), aggregate memberships, the sharing providers, and the holders of the
+traits a report asks about. A snapshot is read in one transaction, so its
+figures agree with each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from placement_api.db.models import (
+    Aggregate,
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+)
+from placement_api.domain.candidates.fetching import fetch_all, in_bound_list
+from placement_api.domain.candidates.queries import root_id, sharing_ids
+from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, shown_capacity
+
+
+@dataclass(frozen=True, slots=True)
+class Stock:
+    """One inventory row: its limits, capacity as shown (floored) and usage."""
+
+    limits: InventoryLimits
+    capacity: int
+    used: int
+
+    @property
+    def free(self) -> int:
+        """Negative when the provider is over capacity."""
+        return self.capacity - self.used
+
+
+@dataclass(slots=True)
+class Provider:
+    id: int
+    uuid: str
+    name: str
+    root: int
+    stocks: dict[int, Stock] = field(default_factory=dict)
+
+
+@dataclass
+class Snapshot:
+    providers: dict[int, Provider]
+    class_names: dict[int, str]
+    # Per provider, the aggregate ids it is a member of (absent: none).
+    aggregates_of: dict[int, frozenset[int]]
+    aggregate_uuids: dict[int, str]
+    # Per provider, which of the traits asked about it holds (absent: none).
+    traits_of: dict[int, frozenset[int]]
+    sharing: frozenset[int]
+    # Root id -> the tree's providers, root first; sharing providers are
+    # never part of a host's tree (they are counted once, on their own).
+    trees: dict[int, list[int]] = field(default_factory=dict)
+    # Root -> the sharing providers serving its tree: those in an aggregate
+    # that one of the tree's providers is in.
+    shared_with: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for provider in self.providers.values():
+            if provider.id in self.sharing:
+                continue
+            tree = self.trees.setdefault(provider.root, [])
+            if provider.id == provider.root:
+                tree.insert(0, provider.id)
+            else:
+                tree.append(provider.id)
+        roots_in: dict[int, set[int]] = {}
+        for provider_id, aggregates in self.aggregates_of.items():
+            if provider_id in self.sharing:
+                continue
+            root = self.providers[provider_id].root
+            for aggregate in aggregates:
+                roots_in.setdefault(aggregate, set()).add(root)
+        reaching: dict[int, set[int]] = {}
+        for shared in sorted(self.sharing):
+            for aggregate in self.aggregates_of.get(shared, ()):
+                for root in roots_in.get(aggregate, ()):
+                    reaching.setdefault(root, set()).add(shared)
+        self.shared_with = {root: tuple(sorted(found)) for root, found in reaching.items()}
+
+    @property
+    def hosts(self) -> list[int]:
+        """Root ids of the hosts (trees that are not a sharing provider), by name."""
+        return sorted(self.trees, key=lambda root: self.providers[root].name)
+
+
+def _grouped(rows: Iterable[tuple[int, int]]) -> dict[int, frozenset[int]]:
+    found: dict[int, set[int]] = {}
+    for owner, member in rows:
+        found.setdefault(owner, set()).add(member)
+    return {owner: frozenset(members) for owner, members in found.items()}
+
+
+async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) -> Snapshot:
+    """Every provider with its inventory and aggregates; traits only those of ``trait_ids``."""
+    dialect = session.get_bind().dialect.name
+    provider_rows = await fetch_all(
+        session,
+        select(ResourceProvider.id, ResourceProvider.uuid, ResourceProvider.name, root_id()),
+    )
+    providers = {
+        ident: Provider(ident, uuid, name, root) for ident, uuid, name, root in provider_rows
+    }
+    inventory_rows = await fetch_all(
+        session,
+        select(
+            Inventory.resource_provider_id,
+            Inventory.resource_class_id,
+            *LIMIT_COLUMNS,
+            shown_capacity(dialect),
+            Inventory.used,
+        ),
+    )
+    for row in inventory_rows:
+        limits = InventoryLimits(row[2], row[3], row[4], row[5], row[6], row[7])
+        providers[row[0]].stocks[row[1]] = Stock(limits, row[8], row[9])
+    class_rows = await fetch_all(session, select(ResourceClass.id, ResourceClass.name))
+    member_rows = await fetch_all(
+        session,
+        select(ProviderAggregate.resource_provider_id, Aggregate.id, Aggregate.uuid).join(
+            Aggregate, Aggregate.id == ProviderAggregate.aggregate_id
+        ),
+    )
+    sharing = await fetch_all(session, sharing_ids())
+    wanted = sorted(set(trait_ids))
+    trait_rows: list[tuple[int, int]] = []
+    if wanted:
+        statement = select(ProviderTrait.resource_provider_id, ProviderTrait.trait_id).where(
+            in_bound_list(ProviderTrait.trait_id, "trait_ids", dialect)
+        )
+        trait_rows = [(p, t) for p, t in await fetch_all(session, statement, {"trait_ids": wanted})]
+    return Snapshot(
+        providers=providers,
+        class_names={ident: name for ident, name in class_rows},
+        aggregates_of=_grouped((provider, aggregate) for provider, aggregate, _ in member_rows),
+        aggregate_uuids={aggregate: uuid for _, aggregate, uuid in member_rows},
+        traits_of=_grouped(trait_rows),
+        sharing=frozenset(provider for (provider,) in sharing),
+    )

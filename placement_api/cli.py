@@ -16,7 +16,7 @@ import uvicorn
 from pydantic import ValidationError
 from rich.console import Console
 
-from placement_api import cli_migration, cli_operator
+from placement_api import cli_capacity, cli_migration, cli_operator
 from placement_api.auth import NOAUTH2
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
@@ -198,6 +198,19 @@ def audit(fix: cli_operator.FixOption = False, as_json: cli_operator.JsonOption 
     settings = _settings()
     with database_errors(settings.database_url):
         cli_operator.audit(settings, fix=fix, as_json=as_json)
+
+
+@app.command()
+def capacity(
+    flavor: cli_capacity.FlavorOption = None,
+    by: cli_capacity.ByOption = "az",
+    as_json: cli_operator.JsonOption = False,
+) -> None:
+    """How many instances of each flavor still fit, by zone, aggregate or host, with
+    free capacity per class (the GET /capacity report, read from the database)."""
+    settings = _settings()
+    with database_errors(settings.database_url):
+        cli_capacity.capacity(settings, options=flavor or [], by=by, as_json=as_json)
 
 
 @cli_operator.policy_app.command("list")

@@ -1,0 +1,46 @@
+"""``placement-api capacity``: the capacity report, read from the database.
+
+The command reads the database through the same domain functions as
+``GET /capacity`` (as ``audit`` does): it runs where the API's settings
+are (database URL, aggregates and flavors files), needs no token, and
+answers while the API is down; the numbers cannot differ from the API's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from placement_api.db.engine import create_engine
+from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor
+from placement_api.domain.capacity_report.report import capacity_reports
+from placement_api.domain.capacity_report.zones import ZoneMap
+
+# ``:required=`` and ``:member_of=`` end the resources of a --flavor value.
+_PART = re.compile(r":(?=(?:required|member_of)=)")
+
+
+def parse_flavor_option(text: str) -> Flavor | str:
+    """``NAME=RC:N,...[:required=...][:member_of=...]`` as a flavor, or a bare
+    ``NAME`` (a flavor of the flavors file) as that name."""
+    name, separator, spec = text.partition("=")
+    if not separator:
+        return name
+    resources, *rest = _PART.split(spec)
+    items = [("resources", resources), *(tuple(part.split("=", 1)) for part in rest)]
+    flavor = parse_flavor(name, [(key, value) for key, value in items])
+    assert flavor is not None  # it has resources
+    return flavor
+
+
+async def run_capacity(
+    database_url: str, flavors: Sequence[Flavor], zones: ZoneMap, by: str
+) -> dict[str, dict[str, Any]]:
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        async with unit_of_work(make_session_factory(engine), write=False) as session:
+            return await capacity_reports(session, flavors, zones, (by,))
+    finally:
+        await engine.dispose()

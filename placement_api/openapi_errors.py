@@ -96,6 +96,7 @@ BAD_REQUEST_CODES: dict[str, list[str]] = {
         errors.QUERY_MISSING_VALUE,
     ],
     "reshape": [errors.PROVIDER_NOT_FOUND],
+    "showCapacity": [errors.QUERY_DUPLICATE_KEY, errors.QUERY_MISSING_VALUE],
 }
 
 # operationId -> why it can answer 410 (an extension's; upstream has none).

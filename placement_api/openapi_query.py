@@ -16,7 +16,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from placement_api.microversion import FEATURES, MAX_VERSION, MIN_VERSION, Version
-from placement_api.schemas import allocation_candidates, changes, resource_providers, traits, usages
+from placement_api.schemas import (
+    allocation_candidates,
+    capacity,
+    changes,
+    resource_providers,
+    traits,
+    usages,
+)
 from placement_api.schemas.common import VersionedShape
 
 # A suffixed request group key in a model's patternProperties: ^resources(...)?$
@@ -71,6 +78,13 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "after `since`; the server waits at most its `changes_max_wait` setting. Default 0: "
         "answer now.",
     },
+    "showCapacity": {
+        "resources": _RESOURCES + " The flavor whose instances are counted; absent: usage "
+        "figures only.",
+        "required": _TRAITS + " Always in 1.39's syntax.",
+        "member_of": _MEMBER_OF + " Always in 1.39's syntax.",
+        "by": "Breakdowns to include, comma-separated: `host`, `aggregate`, `az`; default all.",
+    },
     "listTraits": {
         "name": "`in:A,B` (exactly these names) or `startswith:PREFIX`.",
         "associated": "`true`: only traits some provider has; `false`: only traits none has.",
@@ -94,6 +108,8 @@ VALUE_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("listAllocationCandidates", "member_of"): _MEMBER_OF_VALUE,
     ("listResourceProviders", "resources"): _AMOUNTS,
     ("listAllocationCandidates", "resources"): _AMOUNTS,
+    ("showCapacity", "member_of"): _MEMBER_OF_VALUE,
+    ("showCapacity", "resources"): _AMOUNTS,
 }
 
 
@@ -118,6 +134,7 @@ QUERIES: dict[str, QueryDoc] = {
     ),
     "listTraits": QueryDoc(VersionedShape(traits.TraitListQuery), FEATURES["traits"]),
     "listChanges": _plain(changes.ChangesQuery),
+    "showCapacity": _plain(capacity.CapacityQuery),
 }
 
 

@@ -168,7 +168,7 @@ def default_policies() -> dict[str, Policy]:
 
 
 # Rules of this service's extensions, which upstream does not have.
-EXTENSION_RULE_NAMES = {"placement:changes:list"}
+EXTENSION_RULE_NAMES = {"placement:changes:list", "placement:capacity:read"}
 
 
 def test_every_upstream_rule_is_registered_under_its_upstream_name() -> None:

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import APIRouter
 from starlette.responses import Response
 
 from placement_api.deps import ApiDep, DbDep, services
-from placement_api.domain.capacity_report.flavor import parse_flavor
+from placement_api.domain.candidates.collector import collector_paused
+from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor
 from placement_api.domain.capacity_report.report import BREAKDOWNS, capacity_reports
+from placement_api.domain.capacity_report.zones import ZoneMap
+from placement_api.microversion import Version
 from placement_api.policies import capacity as policies
 from placement_api.rendering import json_response
 from placement_api.routers.allocation_candidates import OrjsonResponse
@@ -39,6 +44,14 @@ async def show_capacity(api: ApiDep, db: DbDep) -> Response:
     flavor = parse_flavor("", params.multi_items())
     by = query.by.split(",") if query.by else BREAKDOWNS
     zones = services(api.request).capacity.zones
+    # The answer's objects die with _answer's frame, before the collector resumes.
+    with collector_paused():
+        return await _answer(db, flavor, zones, by, api.version)
+
+
+async def _answer(
+    db: DbDep, flavor: Flavor | None, zones: ZoneMap, by: Sequence[str], version: Version
+) -> Response:
     async with db.read() as session:
         reports = await capacity_reports(session, [flavor] if flavor else [], zones, by)
-    return json_response(api.version, reports[""], response_class=OrjsonResponse)
+    return json_response(version, reports[""], response_class=OrjsonResponse)

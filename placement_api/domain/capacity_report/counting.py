@@ -6,7 +6,7 @@ provider: a provider of the host's tree (root or descendant, e.g. a NUMA
 cell) or a sharing provider the tree reaches through an aggregate. Classes
 may come from different providers, as in the unsuffixed group of a
 candidates request. A provider offers ``floor(free / amount)`` instance
-slots of a class (0 when free is negative, or when min_unit, max_unit or
+slots of a class (none when free is short, or when min_unit, max_unit or
 step_size forbid the amount), so a tree's own slots of a class are the sum
 over its providers.
 
@@ -20,17 +20,27 @@ alone, with all the shared capacity it reaches.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from placement_api.domain.candidates.names import ResolvedGroup
-from placement_api.domain.capacity import unit_violation
-from placement_api.domain.capacity_report.snapshot import Snapshot, Stock
+from placement_api.domain.capacity import InventoryLimits, unit_violation
+from placement_api.domain.capacity_report.snapshot import (
+    CAPACITY,
+    MAX_UNIT,
+    MIN_UNIT,
+    PROVIDER,
+    STEP_SIZE,
+    USED,
+    Snapshot,
+    Units,
+)
 
 COUNTING = (
     "Per class, a provider offers floor(free / amount) instance slots, free being "
     "(total - reserved) * allocation_ratio (floored) - used, and none when free is "
-    "negative or min_unit, max_unit or step_size forbid the amount. An instance takes "
+    "short or min_unit, max_unit or step_size forbid the amount. An instance takes "
     "each class from one provider of its host's tree (root or child, e.g. a NUMA cell) "
     "or from a sharing provider the tree reaches through an aggregate; a host fits the "
     "least, over the flavor's classes, of the slots it can reach. Totals and breakdowns "
@@ -38,26 +48,24 @@ COUNTING = (
     "sharing provider's capacity is spent once, however many hosts reach it. A host's "
     "own fits counts it alone with all the shared capacity it reaches, so host figures "
     "may add up to more than a total when hosts share a provider. Required traits must "
-    "be held between the tree's usable providers and those sharing providers; a "
-    "provider with a forbidden trait, in a forbidden aggregate, or outside member_of "
-    "(its own or its root's aggregates) is not used."
+    "be held between the tree's providers with room and the sharing providers with room "
+    "it reaches; a provider with a forbidden trait, in a forbidden aggregate (its own or "
+    "its root's), or outside member_of (its own and its root's aggregates) is not used."
 )
 
 
-def slots(stock: Stock, amount: int) -> int:
-    """Instances of ``amount`` this inventory row still takes."""
-    free = stock.free
-    if free < amount or unit_violation(stock.limits, amount) is not None:
-        return 0
-    return free // amount
+# A host's own slots are not the limit when all its classes are shared.
+_UNBOUNDED = sys.maxsize
+# A host reaching sharing providers: the least of its own slots over the
+# classes no sharing provider offers, and per class that one does, its own
+# slots, the class's index and the sharing providers offering it.
+_Plan = tuple[int, tuple[tuple[int, int, tuple[int, ...]], ...]]
 
 
-@dataclass(frozen=True, slots=True)
-class HostDemand:
-    """What one host can offer a flavor: own slots and reachable sharing providers, per class."""
-
-    own: tuple[int, ...]
-    shared: tuple[tuple[int, ...], ...]
+def units_allow(units: Units, amount: int) -> bool:
+    """``amount`` meets these (min_unit, max_unit, step_size): the capacity rule's test."""
+    low, high, step = units
+    return unit_violation(InventoryLimits(0, 0, low, high, step, 1.0), amount) is None
 
 
 class FlavorCounter:
@@ -65,98 +73,161 @@ class FlavorCounter:
 
     def __init__(self, snapshot: Snapshot, group: ResolvedGroup | None) -> None:
         self._snapshot = snapshot
-        self._group = group
-        self._amounts = sorted(group.amounts.items()) if group else []
-        self._shared_slots: dict[int, tuple[int, ...]] = {}
-        self.hosts: dict[int, HostDemand | None] = {}
+        # Per class of the flavor: root -> the tree's own slots.
+        self._own: list[dict[int, int]] = []
+        # Sharing provider -> its slots per class of the flavor.
+        self._pool: dict[int, list[int]] = {}
+        self._plans: dict[int, _Plan] = {}
+        self.alone: dict[int, int] = {}
+        # The cloud placed in name order: each host's share, and how many
+        # hosts reach each sharing provider.
+        self._placed: dict[int, int] = {}
+        self._reaching: Counter[int] = Counter()
         if group is not None:
-            self._shared_slots = {
-                s: self._slots_of(s) for s in snapshot.sharing if self._usable(s, s)
+            self._count(group)
+
+    def _usable(self, group: ResolvedGroup) -> tuple[set[int], set[int] | None]:
+        """Providers the flavor may not use, and (with member_of) those it may."""
+        snapshot = self._snapshot
+        providers = snapshot.providers
+        banned = {p for p, traits in snapshot.traits_of.items() if traits & group.forbidden}
+        in_aggregate = snapshot.aggregates_of
+        if group.forbidden_aggregates:
+            banned |= {
+                p.id
+                for p in providers.values()
+                if group.forbidden_aggregates
+                & (in_aggregate.get(p.id, frozenset()) | in_aggregate.get(p.root, frozenset()))
             }
-            for root in snapshot.trees:
-                self.hosts[root] = self._demand(root)
+        allowed: set[int] | None = None
+        for any_of in group.member_of:
+            members = {p for p, aggregates in in_aggregate.items() if aggregates & any_of}
+            spanned = {p.id for p in providers.values() if p.id in members or p.root in members}
+            allowed = spanned if allowed is None else allowed & spanned
+        return banned, allowed
 
-    def _usable(self, provider: int, root: int) -> bool:
-        group = self._group
-        assert group is not None
+    def _count(self, group: ResolvedGroup) -> None:
         snapshot = self._snapshot
-        if group.forbidden & snapshot.traits_of.get(provider, frozenset()):
-            return False
-        own = snapshot.aggregates_of.get(provider, frozenset())
-        root_aggregates = snapshot.aggregates_of.get(root, frozenset())
-        if group.forbidden_aggregates & (own | root_aggregates):
-            return False
-        return all(any_of & own or any_of & root_aggregates for any_of in group.member_of)
+        banned, allowed = self._usable(group)
+        amounts = sorted(group.amounts.items())
+        with_room: set[int] = set()
+        for index, (class_id, amount) in enumerate(amounts):
+            own: dict[int, int] = {}
+            for units, rows in snapshot.host_rows.get(class_id, {}).items():
+                if not units_allow(units, amount):
+                    continue
+                if banned or allowed is not None or group.required:
+                    for root, provider, free in rows:
+                        usable = allowed is None or provider in allowed
+                        if free >= amount and usable and provider not in banned:
+                            own[root] = own.get(root, 0) + free // amount
+                            with_room.add(provider)
+                else:
+                    for root, _, free in rows:
+                        if free >= amount:
+                            own[root] = own.get(root, 0) + free // amount
+            self._own.append(own)
+            for row in snapshot.sharing_rows.get(class_id, ()):
+                provider, free = int(row[PROVIDER]), int(row[CAPACITY]) - int(row[USED])
+                units = (int(row[MIN_UNIT]), int(row[MAX_UNIT]), int(row[STEP_SIZE]))
+                if free < amount or provider in banned or not units_allow(units, amount):
+                    continue
+                if allowed is None or provider in allowed:
+                    self._pool.setdefault(provider, [0] * len(amounts))[index] = free // amount
+        qualified = self._qualified(group, with_room) if group.required else None
+        self._plan(len(amounts), qualified)
+        self._placed = self._place(snapshot.hosts)
 
-    def _slots_of(self, provider: int) -> tuple[int, ...]:
-        stocks = self._snapshot.providers[provider].stocks
-        return tuple(
-            slots(stock, amount) if (stock := stocks.get(cls)) is not None else 0
-            for cls, amount in self._amounts
-        )
-
-    def _demand(self, root: int) -> HostDemand | None:
-        """None when the host cannot take the flavor at all (traits)."""
+    def _qualified(self, group: ResolvedGroup, with_room: set[int]) -> set[int]:
+        """Roots whose providers with room, with the sharing providers with room
+        they reach, hold the required traits between them."""
         snapshot = self._snapshot
-        usable = [p for p in snapshot.trees[root] if self._usable(p, root)]
-        per_provider = [self._slots_of(p) for p in usable]
-        own = tuple(sum(column) for column in zip(*per_provider, strict=True)) or (0,) * len(
-            self._amounts
-        )
-        reached = [s for s in snapshot.shared_with.get(root, ()) if s in self._shared_slots]
-        shared = tuple(
-            tuple(s for s in reached if self._shared_slots[s][index] > 0)
-            for index in range(len(self._amounts))
-        )
-        holders = [p for p, found in zip(usable, per_provider, strict=True) if any(found)]
-        holders += [s for s in reached if any(self._shared_slots[s])]
-        if not self._has_required(holders):
-            return None
-        return HostDemand(own, shared)
+        providers, traits_of = snapshot.providers, snapshot.traits_of
+        found: set[int] | None = None
+        for any_of in group.required:
+            holders = {p for p, traits in traits_of.items() if traits & any_of}
+            roots = {providers[p].root for p in holders & with_room}
+            for shared in holders & self._pool.keys():
+                roots |= snapshot.serves.get(shared, set())
+            found = roots if found is None else found & roots
+        return found or set()
 
-    def _has_required(self, providers: Iterable[int]) -> bool:
-        assert self._group is not None
-        if not self._group.required:
-            return True
-        traits_of = self._snapshot.traits_of
-        held = frozenset().union(*(traits_of.get(p, frozenset()) for p in providers))
-        return all(any_of & held for any_of in self._group.required)
+    def _plan(self, classes: int, qualified: set[int] | None) -> None:
+        """Each host's fits alone, and the plan of those reaching sharing providers."""
+        own, pool = self._own, self._pool
+        signatures: dict[tuple[int, ...], tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        for root, reached in self._snapshot.shared_with.items():
+            plan = signatures.get(reached)
+            if plan is None:
+                offered = (
+                    tuple(s for s in reached if s in pool and pool[s][i]) for i in range(classes)
+                )
+                plan = signatures[reached] = tuple((i, p) for i, p in enumerate(offered) if p)
+            if plan and (qualified is None or root in qualified):
+                shared = {index for index, _ in plan}
+                floor = min(
+                    (own[i].get(root, 0) for i in range(classes) if i not in shared),
+                    default=_UNBOUNDED,
+                )
+                self._plans[root] = (floor, tuple((own[i].get(root, 0), i, p) for i, p in plan))
+                fits = min(
+                    floor,
+                    *(mine + sum(pool[s][i] for s in p) for mine, i, p in self._plans[root][1]),
+                )
+                if fits:
+                    self.alone[root] = fits
+        self._reaching = self._reached_by(self._plans)
+        smallest = min(own, key=len)
+        for root in smallest:
+            if root in self._plans or (qualified is not None and root not in qualified):
+                continue
+            fits = min(per_class.get(root, 0) for per_class in own)
+            if fits:
+                self.alone[root] = fits
 
-    def alone(self, root: int) -> int:
-        """Instances the host takes when no other host competes for shared capacity."""
-        demand = self.hosts.get(root)
-        if demand is None:
-            return 0
-        if not any(demand.shared):
-            return min(demand.own)
-        return self.count([root])
+    @staticmethod
+    def _reached_by(plans: Mapping[int, _Plan]) -> Counter[int]:
+        """How many of the hosts reach each sharing provider."""
+        return Counter(s for _, items in plans.values() for s in {s for *_, p in items for s in p})
 
-    def count(self, roots: Iterable[int]) -> int:
-        """Instances the hosts take when placed one after the other, in the given order."""
+    def count(self, roots: Sequence[int]) -> int:
+        """Instances the hosts (in name order) take when placed one after the other."""
+        plans = {root: self._plans[root] for root in roots if root in self._plans}
+        if not plans:
+            return sum(self.alone.get(root, 0) for root in roots)
+        if all(self._reaching[s] == n for s, n in self._reached_by(plans).items()):
+            # Every host reaching these sharing providers is counted here: the
+            # cloud's pass placed the same hosts in the same order.
+            return sum(self._placed.get(root, 0) for root in roots)
+        return sum(self._place(roots).values())
+
+    def _place(self, roots: Sequence[int]) -> dict[int, int]:
+        """Each host's instances when placed one after the other, in this order."""
         remaining: dict[int, list[int]] = {}
-        total = 0
+        placed: dict[int, int] = {}
         for root in roots:
-            demand = self.hosts.get(root)
-            if demand is None:
+            plan = self._plans.get(root)
+            if plan is None:
+                if root in self.alone:
+                    placed[root] = self.alone[root]
                 continue
-            if not any(demand.shared):
-                total += min(demand.own)
-                continue
-            left = [
-                [remaining.setdefault(s, list(self._shared_slots[s])) for s in providers]
-                for providers in demand.shared
-            ]
-            fits = min(
-                own + sum(row[index] for row in rows)
-                for index, (own, rows) in enumerate(zip(demand.own, left, strict=True))
-            )
-            for index, (own, rows) in enumerate(zip(demand.own, left, strict=True)):
-                need = fits - own
-                for row in rows:
+            fits, items = plan
+            for mine, index, providers in items:
+                offered = mine
+                for shared in providers:
+                    left = remaining.get(shared)
+                    if left is None:
+                        left = remaining[shared] = list(self._pool[shared])
+                    offered += left[index]
+                fits = min(fits, offered)
+            for mine, index, providers in items:
+                need = fits - mine
+                for shared in providers:
                     if need <= 0:
                         break
-                    taken = min(need, row[index])
-                    row[index] -= taken
+                    left = remaining[shared]
+                    taken = min(need, left[index])
+                    left[index] -= taken
                     need -= taken
-            total += fits
-        return total
+            placed[root] = fits
+        return placed

@@ -16,7 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from placement_api.domain.capacity_report.snapshot import Snapshot, Stock
+from placement_api.domain.capacity_report.snapshot import (
+    CAPACITY,
+    RATIO,
+    RESERVED,
+    TOTAL,
+    USED,
+    InventoryRow,
+)
 
 
 @dataclass(slots=True)
@@ -27,20 +34,22 @@ class ClassFigures:
     used: int = 0
     # Sum of (total - reserved) * allocation_ratio: weighs the ratio of a sum.
     ratio_weight: float = 0.0
+    # The largest ratio: the sum's ratio when nothing is left after reserved.
     ratio_fallback: float = 0.0
     # Sum over rows of max(0, used - (total - reserved)).
     overcommitted: int = 0
 
-    def add(self, stock: Stock) -> None:
-        limits = stock.limits
-        physical = limits.total - limits.reserved
-        self.total += limits.total
-        self.reserved += limits.reserved
-        self.capacity += stock.capacity
-        self.used += stock.used
-        self.ratio_weight += physical * limits.allocation_ratio
-        self.ratio_fallback = max(self.ratio_fallback, limits.allocation_ratio)
-        self.overcommitted += max(0, stock.used - physical)
+    def add(self, row: InventoryRow) -> None:
+        total, reserved, used = int(row[TOTAL]), int(row[RESERVED]), int(row[USED])
+        ratio = float(row[RATIO])
+        physical = total - reserved
+        self.total += total
+        self.reserved += reserved
+        self.capacity += int(row[CAPACITY])
+        self.used += used
+        self.ratio_weight += physical * ratio
+        self.ratio_fallback = max(self.ratio_fallback, ratio)
+        self.overcommitted += max(0, used - physical)
 
     def merge(self, other: ClassFigures) -> None:
         self.total += other.total
@@ -85,21 +94,15 @@ class ClassFigures:
         }
 
 
+# Per class name.
 Figures = dict[str, ClassFigures]
 
 
-def provider_figures(snapshot: Snapshot, providers: Iterable[int]) -> Figures:
-    """Per class name, the providers' rows summed."""
-    found: Figures = {}
-    names = snapshot.class_names
-    for provider in providers:
-        for class_id, stock in snapshot.providers[provider].stocks.items():
-            name = names[class_id]
-            figures = found.get(name)
-            if figures is None:
-                figures = found[name] = ClassFigures()
-            figures.add(stock)
-    return found
+def add_row(figures: Figures, name: str, row: InventoryRow) -> None:
+    found = figures.get(name)
+    if found is None:
+        found = figures[name] = ClassFigures()
+    found.add(row)
 
 
 def summed(parts: Iterable[Figures]) -> Figures:

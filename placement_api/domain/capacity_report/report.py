@@ -5,118 +5,144 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.counting import COUNTING, FlavorCounter
 from placement_api.domain.capacity_report.figures import (
     Figures,
+    add_row,
     host_view,
-    provider_figures,
     summary_view,
     summed,
 )
 from placement_api.domain.capacity_report.flavor import Flavor, ResolvedFlavor, resolve_flavors
-from placement_api.domain.capacity_report.snapshot import Snapshot, read_snapshot
+from placement_api.domain.capacity_report.snapshot import CLASS, PROVIDER, Snapshot, read_snapshot
 from placement_api.domain.capacity_report.zones import ZoneMap
 
 HOST, AGGREGATE, ZONE = "host", "aggregate", "az"
 BREAKDOWNS = (HOST, AGGREGATE, ZONE)
 
 
+@dataclass(frozen=True)
+class _Group:
+    """An aggregate or zone: what the answer says of it before any flavor."""
+
+    head: dict[str, Any]
+    roots: list[int]
+    resources: dict[str, dict[str, Any]]
+
+
 class ReportBuilder:
     """Reports for any number of flavors over one snapshot; the usage
-    figures and the host groups are worked out once."""
+    figures, host groups and their views are worked out once."""
 
     def __init__(self, snapshot: Snapshot, zones: ZoneMap) -> None:
         self.snapshot = snapshot
-        self.zones = zones
         self.hosts = snapshot.hosts
+        host_figures, sharing_figures = self._figures(snapshot)
+        self.resource_classes = summary_view(
+            summed([*host_figures.values(), *sharing_figures.values()])
+        )
         uuids = snapshot.aggregate_uuids
-        self.host_aggregates = {
-            root: sorted(uuids[a] for a in snapshot.aggregates_of.get(root, ()))
-            for root in self.hosts
-        }
-        self.host_zones = {root: zones.zones_of(self.host_aggregates[root]) for root in self.hosts}
-        self.by_aggregate: dict[str, list[int]] = {}
-        self.by_zone: dict[str, list[int]] = {}
+        self._host_tails: dict[int, dict[str, Any]] = {}
+        by_aggregate: dict[str, list[int]] = {}
+        by_zone: dict[str, list[int]] = {}
         for root in self.hosts:  # in name order, the order instances are placed in
-            for aggregate in self.host_aggregates[root]:
-                self.by_aggregate.setdefault(aggregate, []).append(root)
-            for zone in self.host_zones[root]:
-                self.by_zone.setdefault(zone, []).append(root)
-        self.host_figures = {
-            root: provider_figures(snapshot, snapshot.trees[root]) for root in self.hosts
-        }
-        self.sharing = sorted(snapshot.sharing, key=lambda p: snapshot.providers[p].name)
-        self.sharing_figures = {p: provider_figures(snapshot, [p]) for p in self.sharing}
-        self.served = Counter(s for root in self.hosts for s in snapshot.shared_with.get(root, ()))
+            aggregates = sorted(uuids[a] for a in snapshot.aggregates_of.get(root, ()))
+            host_zones = zones.zones_of(aggregates)
+            for aggregate in aggregates:
+                by_aggregate.setdefault(aggregate, []).append(root)
+            for zone in host_zones:
+                by_zone.setdefault(zone, []).append(root)
+            self._host_tails[root] = {
+                "aggregates": aggregates,
+                "availability_zones": host_zones,
+                "resources": host_view(host_figures.get(root, {})),
+            }
 
-    def _group_figures(self, roots: Sequence[int]) -> Figures:
-        return summed(self.host_figures[root] for root in roots)
+        def group(head: dict[str, Any], roots: list[int]) -> _Group:
+            figures = summed(host_figures[r] for r in roots if r in host_figures)
+            return _Group(head, roots, summary_view(figures))
+
+        infos = {uuid: zones.info(uuid) for uuid in by_aggregate}
+        self.aggregates = [
+            group(
+                {"uuid": uuid, "name": info.name, "availability_zone": info.availability_zone},
+                by_aggregate[uuid],
+            )
+            for uuid, info in sorted(
+                infos.items(), key=lambda item: (item[1].name is None, item[1].name or "", item[0])
+            )
+        ]
+        self.zones = [group({"name": zone}, by_zone[zone]) for zone in sorted(by_zone)]
+        served = Counter(s for root in self.hosts for s in snapshot.shared_with.get(root, ()))
+        providers = snapshot.providers
+        self.sharing = [
+            {
+                "uuid": providers[p].uuid,
+                "name": providers[p].name,
+                "hosts": served[p],
+                "resources": host_view(sharing_figures.get(p, {})),
+            }
+            for p in sorted(snapshot.sharing, key=lambda p: providers[p].name)
+        ]
+
+    @staticmethod
+    def _figures(snapshot: Snapshot) -> tuple[dict[int, Figures], dict[int, Figures]]:
+        """Per host tree, and per sharing provider, its rows summed per class."""
+        hosts: dict[int, Figures] = {}
+        sharing: dict[int, Figures] = {}
+        names, providers = snapshot.class_names, snapshot.providers
+        for row in snapshot.rows:
+            provider = int(row[PROVIDER])
+            if provider in snapshot.sharing:
+                figures = sharing.setdefault(provider, {})
+            else:
+                figures = hosts.setdefault(providers[provider].root, {})
+            add_row(figures, names[int(row[CLASS])], row)
+        return hosts, sharing
 
     def report(
         self, flavor: ResolvedFlavor | None, by: Collection[str] = BREAKDOWNS
     ) -> dict[str, Any]:
         counter = FlavorCounter(self.snapshot, flavor.group) if flavor is not None else None
-        everything = summed([*self.host_figures.values(), *self.sharing_figures.values()])
         body: dict[str, Any] = {}
         if counter is not None:
             body["fits"] = counter.count(self.hosts)
         body["counting"] = COUNTING
-        body["resource_classes"] = summary_view(everything)
+        body["resource_classes"] = self.resource_classes
         if HOST in by:
             body["hosts"] = [self._host(root, counter) for root in self.hosts]
         if AGGREGATE in by:
-            body["aggregates"] = [
-                self._aggregate(uuid, counter)
-                for uuid in sorted(self.by_aggregate, key=self._aggregate_order)
-            ]
+            body["aggregates"] = [self._group(g, counter) for g in self.aggregates]
         if ZONE in by:
-            body["availability_zones"] = [
-                self._group({"name": zone}, self.by_zone[zone], counter)
-                for zone in sorted(self.by_zone)
-            ]
-        body["sharing_providers"] = [self._sharing(p) for p in self.sharing]
+            body["availability_zones"] = [self._group(g, counter) for g in self.zones]
+        body["sharing_providers"] = self.sharing
         return body
-
-    def _aggregate_order(self, uuid: str) -> tuple[bool, str, str]:
-        name = self.zones.info(uuid).name
-        return (name is None, name or "", uuid)
 
     def _host(self, root: int, counter: FlavorCounter | None) -> dict[str, Any]:
         provider = self.snapshot.providers[root]
-        body: dict[str, Any] = {"uuid": provider.uuid, "name": provider.name}
-        if counter is not None:
-            body["fits"] = counter.alone(root)
-        body["aggregates"] = self.host_aggregates[root]
-        body["availability_zones"] = self.host_zones[root]
-        body["resources"] = host_view(self.host_figures[root])
-        return body
-
-    def _aggregate(self, uuid: str, counter: FlavorCounter | None) -> dict[str, Any]:
-        info = self.zones.info(uuid)
-        head = {"uuid": uuid, "name": info.name, "availability_zone": info.availability_zone}
-        return self._group(head, self.by_aggregate[uuid], counter)
-
-    def _group(
-        self, head: dict[str, Any], roots: Sequence[int], counter: FlavorCounter | None
-    ) -> dict[str, Any]:
-        body = {**head, "hosts": len(roots)}
-        if counter is not None:
-            body["fits"] = counter.count(roots)
-        body["resources"] = summary_view(self._group_figures(roots))
-        return body
-
-    def _sharing(self, provider_id: int) -> dict[str, Any]:
-        provider = self.snapshot.providers[provider_id]
+        if counter is None:
+            return {"uuid": provider.uuid, "name": provider.name, **self._host_tails[root]}
+        fits = counter.alone.get(root, 0)
         return {
             "uuid": provider.uuid,
             "name": provider.name,
-            "hosts": self.served[provider_id],
-            "resources": host_view(self.sharing_figures[provider_id]),
+            "fits": fits,
+            **self._host_tails[root],
         }
+
+    @staticmethod
+    def _group(group: _Group, counter: FlavorCounter | None) -> dict[str, Any]:
+        body = {**group.head, "hosts": len(group.roots)}
+        if counter is not None:
+            body["fits"] = counter.count(group.roots)
+        body["resources"] = group.resources
+        return body
 
 
 async def capacity_reports(
@@ -130,7 +156,10 @@ async def capacity_reports(
     ``skipped``: see ``resolve_flavors``."""
     resolved = await resolve_flavors(session, flavors, skipped)
     trait_ids = frozenset().union(*(flavor.trait_ids for flavor in resolved))
-    builder = ReportBuilder(await read_snapshot(session, trait_ids), zones)
-    if not resolved:
-        return {"": builder.report(None, by)}
-    return {flavor.name: builder.report(flavor, by) for flavor in resolved}
+    # Tens of thousands of rows and dicts, none in a cycle: the collector's
+    # passes over them would cost as much as the work.
+    with collector_paused():
+        builder = ReportBuilder(await read_snapshot(session, trait_ids), zones)
+        if not resolved:
+            return {"": builder.report(None, by)}
+        return {flavor.name: builder.report(flavor, by) for flavor in resolved}

@@ -3,13 +3,15 @@
 Providers, every inventory row (capacity computed in SQL as responses show
 it), aggregate memberships, the sharing providers, and the holders of the
 traits a report asks about. A snapshot is read in one transaction, so its
-figures agree with each other.
+figures agree with each other. Inventory rows stay the driver's records
+(tuples): tens of thousands of them are read per report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,35 +26,27 @@ from placement_api.db.models import (
 )
 from placement_api.domain.candidates.fetching import fetch_all, in_bound_list
 from placement_api.domain.candidates.queries import root_id, sharing_ids
-from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, shown_capacity
+from placement_api.domain.capacity import LIMIT_COLUMNS, shown_capacity
+
+# An inventory row: provider, class, then LIMIT_COLUMNS (total, reserved,
+# min_unit, max_unit, step_size, allocation_ratio), capacity as shown, used.
+InventoryRow = Sequence[int | float]
+PROVIDER, CLASS, TOTAL, RESERVED, MIN_UNIT, MAX_UNIT, STEP_SIZE, RATIO, CAPACITY, USED = range(10)
+Units = tuple[int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
-class Stock:
-    """One inventory row: its limits, capacity as shown (floored) and usage."""
-
-    limits: InventoryLimits
-    capacity: int
-    used: int
-
-    @property
-    def free(self) -> int:
-        """Negative when the provider is over capacity."""
-        return self.capacity - self.used
-
-
-@dataclass(slots=True)
 class Provider:
     id: int
     uuid: str
     name: str
     root: int
-    stocks: dict[int, Stock] = field(default_factory=dict)
 
 
 @dataclass
 class Snapshot:
     providers: dict[int, Provider]
+    rows: Sequence[InventoryRow]
     class_names: dict[int, str]
     # Per provider, the aggregate ids it is a member of (absent: none).
     aggregates_of: dict[int, frozenset[int]]
@@ -60,37 +54,50 @@ class Snapshot:
     # Per provider, which of the traits asked about it holds (absent: none).
     traits_of: dict[int, frozenset[int]]
     sharing: frozenset[int]
-    # Root id -> the tree's providers, root first; sharing providers are
-    # never part of a host's tree (they are counted once, on their own).
+    # Root id -> the tree's providers; sharing providers are never part of
+    # a host's tree (they are counted once, on their own).
     trees: dict[int, list[int]] = field(default_factory=dict)
     # Root -> the sharing providers serving its tree: those in an aggregate
     # that one of the tree's providers is in.
     shared_with: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # Sharing provider -> the roots it serves.
+    serves: dict[int, set[int]] = field(default_factory=dict)
+    # Class id -> (min_unit, max_unit, step_size) -> (root, provider, free)
+    # of hosts' providers: units are checked once per distinct triple.
+    host_rows: dict[int, dict[Units, list[tuple[int, int, int]]]] = field(default_factory=dict)
+    # Class id -> the sharing providers' rows.
+    sharing_rows: dict[int, list[InventoryRow]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for provider in self.providers.values():
-            if provider.id in self.sharing:
+        for node in self.providers.values():
+            if node.id not in self.sharing:
+                self.trees.setdefault(node.root, []).append(node.id)
+        providers = self.providers
+        for row in self.rows:
+            provider, class_id = int(row[PROVIDER]), int(row[CLASS])
+            if provider in self.sharing:
+                self.sharing_rows.setdefault(class_id, []).append(row)
                 continue
-            tree = self.trees.setdefault(provider.root, [])
-            if provider.id == provider.root:
-                tree.insert(0, provider.id)
-            else:
-                tree.append(provider.id)
+            units = (int(row[MIN_UNIT]), int(row[MAX_UNIT]), int(row[STEP_SIZE]))
+            free = int(row[CAPACITY]) - int(row[USED])
+            by_units = self.host_rows.setdefault(class_id, {})
+            by_units.setdefault(units, []).append((providers[provider].root, provider, free))
         roots_in: dict[int, set[int]] = {}
         for provider_id, aggregates in self.aggregates_of.items():
-            if provider_id in self.sharing:
-                continue
-            root = self.providers[provider_id].root
-            for aggregate in aggregates:
-                roots_in.setdefault(aggregate, set()).add(root)
+            if provider_id not in self.sharing:
+                for aggregate in aggregates:
+                    roots_in.setdefault(aggregate, set()).add(self.providers[provider_id].root)
         reaching: dict[int, set[int]] = {}
         for shared in sorted(self.sharing):
             for aggregate in self.aggregates_of.get(shared, ()):
                 for root in roots_in.get(aggregate, ()):
                     reaching.setdefault(root, set()).add(shared)
         self.shared_with = {root: tuple(sorted(found)) for root, found in reaching.items()}
+        for root, found in reaching.items():
+            for shared in found:
+                self.serves.setdefault(shared, set()).add(root)
 
-    @property
+    @cached_property
     def hosts(self) -> list[int]:
         """Root ids of the hosts (trees that are not a sharing provider), by name."""
         return sorted(self.trees, key=lambda root: self.providers[root].name)
@@ -110,9 +117,6 @@ async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) ->
         session,
         select(ResourceProvider.id, ResourceProvider.uuid, ResourceProvider.name, root_id()),
     )
-    providers = {
-        ident: Provider(ident, uuid, name, root) for ident, uuid, name, root in provider_rows
-    }
     inventory_rows = await fetch_all(
         session,
         select(
@@ -123,9 +127,6 @@ async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) ->
             Inventory.used,
         ),
     )
-    for row in inventory_rows:
-        limits = InventoryLimits(row[2], row[3], row[4], row[5], row[6], row[7])
-        providers[row[0]].stocks[row[1]] = Stock(limits, row[8], row[9])
     class_rows = await fetch_all(session, select(ResourceClass.id, ResourceClass.name))
     member_rows = await fetch_all(
         session,
@@ -142,7 +143,8 @@ async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) ->
         )
         trait_rows = [(p, t) for p, t in await fetch_all(session, statement, {"trait_ids": wanted})]
     return Snapshot(
-        providers=providers,
+        providers={row[0]: Provider(*row) for row in provider_rows},
+        rows=inventory_rows,
         class_names={ident: name for ident, name in class_rows},
         aggregates_of=_grouped((provider, aggregate) for provider, aggregate, _ in member_rows),
         aggregate_uuids={aggregate: uuid for _, aggregate, uuid in member_rows},

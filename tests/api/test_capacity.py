@@ -160,7 +160,7 @@ async def test_a_sharing_provider_is_counted_once_for_the_hosts_it_serves(
         aggregates=["pool"],
     )
     await trees.provider("host-s1", inventory={"VCPU": 8}, aggregates=["pool", "east"])
-    await trees.provider("host-s2", inventory={"VCPU": 8}, aggregates=["pool", "east"])
+    await trees.provider("host-s2", inventory={"VCPU": 8}, aggregates=["pool", "west"])
     await trees.provider("host-d", inventory={"VCPU": 8, "DISK_GB": 60}, aggregates=["west"])
     await trees.allocate({"host-s1": {"VCPU": 1}, "disk-pool": {"DISK_GB": 10}})
     report = await _report(api, "?resources=VCPU:1,DISK_GB:30")
@@ -170,10 +170,14 @@ async def test_a_sharing_provider_is_counted_once_for_the_hosts_it_serves(
     assert _host(report, "host-d")["fits"] == 2
     assert report["fits"] == 3 + 2
     aggregates = {a["name"] or a["uuid"]: a for a in report["aggregates"]}
-    assert aggregates["east-racks"]["fits"] == 3
     assert aggregates[POOL]["fits"] == 3
     assert aggregates[POOL]["hosts"] == 2
-    assert aggregates["west-racks"]["fits"] == 2
+    # Each rack counted alone has the whole pool: s1 takes 3 in east; in
+    # west, s2 takes 3 and host-d its own 2.
+    assert aggregates["east-racks"]["fits"] == 3
+    assert aggregates["west-racks"]["fits"] == 3 + 2
+    zones = {z["name"]: z["fits"] for z in report["availability_zones"]}
+    assert zones == {"east": 3, "west": 5}
     assert report["sharing_providers"] == [
         {
             "uuid": trees.uuids["disk-pool"],

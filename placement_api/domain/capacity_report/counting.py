@@ -21,8 +21,7 @@ alone, with all the shared capacity it reaches.
 from __future__ import annotations
 
 import sys
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from placement_api.domain.candidates.names import ResolvedGroup
 from placement_api.domain.capacity import InventoryLimits, unit_violation
@@ -79,10 +78,8 @@ class FlavorCounter:
         self._pool: dict[int, list[int]] = {}
         self._plans: dict[int, _Plan] = {}
         self.alone: dict[int, int] = {}
-        # The cloud placed in name order: each host's share, and how many
-        # hosts reach each sharing provider.
+        # The cloud placed in name order: each host's share.
         self._placed: dict[int, int] = {}
-        self._reaching: Counter[int] = Counter()
         if group is not None:
             self._count(group)
 
@@ -155,28 +152,30 @@ class FlavorCounter:
     def _plan(self, classes: int, qualified: set[int] | None) -> None:
         """Each host's fits alone, and the plan of those reaching sharing providers."""
         own, pool = self._own, self._pool
-        signatures: dict[tuple[int, ...], tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        # Hosts reaching the same sharing providers share a plan's skeleton:
+        # per class the providers offering it and their slots in all.
+        signatures: dict[
+            tuple[int, ...], tuple[tuple[int, ...], tuple[tuple[int, int, tuple[int, ...]], ...]]
+        ] = {}
         for root, reached in self._snapshot.shared_with.items():
-            plan = signatures.get(reached)
-            if plan is None:
-                offered = (
+            skeleton = signatures.get(reached)
+            if skeleton is None:
+                offered = [
                     tuple(s for s in reached if s in pool and pool[s][i]) for i in range(classes)
+                ]
+                skeleton = signatures[reached] = (
+                    tuple(i for i in range(classes) if not offered[i]),
+                    tuple((i, sum(pool[s][i] for s in p), p) for i, p in enumerate(offered) if p),
                 )
-                plan = signatures[reached] = tuple((i, p) for i, p in enumerate(offered) if p)
-            if plan and (qualified is None or root in qualified):
-                shared = {index for index, _ in plan}
-                floor = min(
-                    (own[i].get(root, 0) for i in range(classes) if i not in shared),
-                    default=_UNBOUNDED,
-                )
-                self._plans[root] = (floor, tuple((own[i].get(root, 0), i, p) for i, p in plan))
-                fits = min(
-                    floor,
-                    *(mine + sum(pool[s][i] for s in p) for mine, i, p in self._plans[root][1]),
-                )
-                if fits:
-                    self.alone[root] = fits
-        self._reaching = self._reached_by(self._plans)
+            unshared, shared = skeleton
+            if not shared or (qualified is not None and root not in qualified):
+                continue
+            mine = [per_class.get(root, 0) for per_class in own]
+            floor = min([mine[i] for i in unshared], default=_UNBOUNDED)
+            self._plans[root] = (floor, tuple((mine[i], i, p) for i, _, p in shared))
+            fits = min(floor, *(mine[i] + total for i, total, _ in shared))
+            if fits:
+                self.alone[root] = fits
         smallest = min(own, key=len)
         for root in smallest:
             if root in self._plans or (qualified is not None and root not in qualified):
@@ -185,19 +184,11 @@ class FlavorCounter:
             if fits:
                 self.alone[root] = fits
 
-    @staticmethod
-    def _reached_by(plans: Mapping[int, _Plan]) -> Counter[int]:
-        """How many of the hosts reach each sharing provider."""
-        return Counter(s for _, items in plans.values() for s in {s for *_, p in items for s in p})
-
-    def count(self, roots: Sequence[int]) -> int:
-        """Instances the hosts (in name order) take when placed one after the other."""
-        plans = {root: self._plans[root] for root in roots if root in self._plans}
-        if not plans:
-            return sum(self.alone.get(root, 0) for root in roots)
-        if all(self._reaching[s] == n for s, n in self._reached_by(plans).items()):
-            # Every host reaching these sharing providers is counted here: the
-            # cloud's pass placed the same hosts in the same order.
+    def count(self, roots: Sequence[int], closed: bool = False) -> int:
+        """Instances the hosts (in name order) take when placed one after the
+        other. ``closed``: every host reaching a sharing provider that one of
+        them reaches is among them, so the cloud's pass placed them alike."""
+        if closed or not any(root in self._plans for root in roots):
             return sum(self._placed.get(root, 0) for root in roots)
         return sum(self._place(roots).values())
 

@@ -34,6 +34,8 @@ class _Group:
     head: dict[str, Any]
     roots: list[int]
     resources: dict[str, dict[str, Any]]
+    # Every host reaching a sharing provider its hosts reach is among them.
+    closed: bool
 
 
 class ReportBuilder:
@@ -66,7 +68,9 @@ class ReportBuilder:
 
         def group(head: dict[str, Any], roots: list[int]) -> _Group:
             figures = summed(host_figures[r] for r in roots if r in host_figures)
-            return _Group(head, roots, summary_view(figures))
+            reached = Counter(s for r in roots for s in snapshot.shared_with.get(r, ()))
+            closed = all(len(snapshot.serves[s]) == n for s, n in reached.items())
+            return _Group(head, roots, summary_view(figures), closed)
 
         infos = {uuid: zones.info(uuid) for uuid in by_aggregate}
         self.aggregates = [
@@ -112,7 +116,7 @@ class ReportBuilder:
         counter = FlavorCounter(self.snapshot, flavor.group) if flavor is not None else None
         body: dict[str, Any] = {}
         if counter is not None:
-            body["fits"] = counter.count(self.hosts)
+            body["fits"] = counter.count(self.hosts, closed=True)
         body["counting"] = COUNTING
         body["resource_classes"] = self.resource_classes
         if HOST in by:
@@ -140,7 +144,7 @@ class ReportBuilder:
     def _group(group: _Group, counter: FlavorCounter | None) -> dict[str, Any]:
         body = {**group.head, "hosts": len(group.roots)}
         if counter is not None:
-            body["fits"] = counter.count(group.roots)
+            body["fits"] = counter.count(group.roots, group.closed)
         body["resources"] = group.resources
         return body
 

@@ -26,12 +26,6 @@ from collections.abc import Sequence
 from placement_api.domain.candidates.names import ResolvedGroup
 from placement_api.domain.capacity import InventoryLimits, unit_violation
 from placement_api.domain.capacity_report.snapshot import (
-    CAPACITY,
-    MAX_UNIT,
-    MIN_UNIT,
-    PROVIDER,
-    STEP_SIZE,
-    USED,
     Snapshot,
     Units,
 )
@@ -124,9 +118,7 @@ class FlavorCounter:
                         if free >= amount:
                             own[root] = own.get(root, 0) + free // amount
             self._own.append(own)
-            for row in snapshot.sharing_rows.get(class_id, ()):
-                provider, free = int(row[PROVIDER]), int(row[CAPACITY]) - int(row[USED])
-                units = (int(row[MIN_UNIT]), int(row[MAX_UNIT]), int(row[STEP_SIZE]))
+            for provider, units, free in snapshot.sharing_rows.get(class_id, ()):
                 if free < amount or provider in banned or not units_allow(units, amount):
                     continue
                 if allowed is None or provider in allowed:

@@ -12,18 +12,9 @@ usage.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from placement_api.domain.capacity_report.snapshot import (
-    CAPACITY,
-    RATIO,
-    RESERVED,
-    TOTAL,
-    USED,
-    InventoryRow,
-)
 
 
 @dataclass(slots=True)
@@ -39,17 +30,10 @@ class ClassFigures:
     # Sum over rows of max(0, used - (total - reserved)).
     overcommitted: int = 0
 
-    def add(self, row: InventoryRow) -> None:
-        total, reserved, used = int(row[TOTAL]), int(row[RESERVED]), int(row[USED])
-        ratio = float(row[RATIO])
-        physical = total - reserved
-        self.total += total
-        self.reserved += reserved
-        self.capacity += int(row[CAPACITY])
-        self.used += used
-        self.ratio_weight += physical * ratio
-        self.ratio_fallback = max(self.ratio_fallback, ratio)
-        self.overcommitted += max(0, used - physical)
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> ClassFigures:
+        """From a row of the snapshot's figure statement, after its owner and class."""
+        return cls(*row[2:])
 
     def merge(self, other: ClassFigures) -> None:
         self.total += other.total
@@ -96,13 +80,6 @@ class ClassFigures:
 
 # Per class name.
 Figures = dict[str, ClassFigures]
-
-
-def add_row(figures: Figures, name: str, row: InventoryRow) -> None:
-    found = figures.get(name)
-    if found is None:
-        found = figures[name] = ClassFigures()
-    found.add(row)
 
 
 def summed(parts: Iterable[Figures]) -> Figures:

@@ -13,14 +13,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.counting import COUNTING, FlavorCounter
 from placement_api.domain.capacity_report.figures import (
+    ClassFigures,
     Figures,
-    add_row,
     host_view,
     summary_view,
     summed,
 )
 from placement_api.domain.capacity_report.flavor import Flavor, ResolvedFlavor, resolve_flavors
-from placement_api.domain.capacity_report.snapshot import CLASS, PROVIDER, Snapshot, read_snapshot
+from placement_api.domain.capacity_report.snapshot import Snapshot, read_snapshot
 from placement_api.domain.capacity_report.zones import ZoneMap
 
 HOST, AGGREGATE, ZONE = "host", "aggregate", "az"
@@ -97,17 +97,14 @@ class ReportBuilder:
 
     @staticmethod
     def _figures(snapshot: Snapshot) -> tuple[dict[int, Figures], dict[int, Figures]]:
-        """Per host tree, and per sharing provider, its rows summed per class."""
+        """Per host tree, and per sharing provider, its figures per class."""
         hosts: dict[int, Figures] = {}
         sharing: dict[int, Figures] = {}
-        names, providers = snapshot.class_names, snapshot.providers
-        for row in snapshot.rows:
-            provider = int(row[PROVIDER])
-            if provider in snapshot.sharing:
-                figures = sharing.setdefault(provider, {})
-            else:
-                figures = hosts.setdefault(providers[provider].root, {})
-            add_row(figures, names[int(row[CLASS])], row)
+        names = snapshot.class_names
+        for row in snapshot.figure_rows:
+            owner = row[0]
+            figures = (sharing if owner in snapshot.sharing else hosts).setdefault(owner, {})
+            figures[names[row[1]]] = ClassFigures.from_row(row)
         return hosts, sharing
 
     def report(

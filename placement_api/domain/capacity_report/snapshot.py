@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import BigInteger, Float, Select, case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import (
@@ -30,7 +31,7 @@ from placement_api.domain.capacity import LIMIT_COLUMNS, shown_capacity
 
 # An inventory row: provider, class, then LIMIT_COLUMNS (total, reserved,
 # min_unit, max_unit, step_size, allocation_ratio), capacity as shown, used.
-InventoryRow = Sequence[int | float]
+InventoryRow = Sequence[Any]
 PROVIDER, CLASS, TOTAL, RESERVED, MIN_UNIT, MAX_UNIT, STEP_SIZE, RATIO, CAPACITY, USED = range(10)
 Units = tuple[int, int, int]
 
@@ -47,6 +48,8 @@ class Provider:
 class Snapshot:
     providers: dict[int, Provider]
     rows: Sequence[InventoryRow]
+    # Per host tree or sharing provider and class, its rows summed (``FIGURE_COLUMNS``).
+    figure_rows: Sequence[Sequence[Any]]
     class_names: dict[int, str]
     # Per provider, the aggregate ids it is a member of (absent: none).
     aggregates_of: dict[int, frozenset[int]]
@@ -65,23 +68,25 @@ class Snapshot:
     # Class id -> (min_unit, max_unit, step_size) -> (root, provider, free)
     # of hosts' providers: units are checked once per distinct triple.
     host_rows: dict[int, dict[Units, list[tuple[int, int, int]]]] = field(default_factory=dict)
-    # Class id -> the sharing providers' rows.
-    sharing_rows: dict[int, list[InventoryRow]] = field(default_factory=dict)
+    # Class id -> (provider, units, free) of the sharing providers.
+    sharing_rows: dict[int, list[tuple[int, Units, int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for node in self.providers.values():
             if node.id not in self.sharing:
                 self.trees.setdefault(node.root, []).append(node.id)
-        providers = self.providers
-        for row in self.rows:
-            provider, class_id = int(row[PROVIDER]), int(row[CLASS])
-            if provider in self.sharing:
-                self.sharing_rows.setdefault(class_id, []).append(row)
+        providers, sharing = self.providers, self.sharing
+        for provider, class_id, _, _, low, high, step, _, capacity, used in self.rows:
+            if provider in sharing:
+                self.sharing_rows.setdefault(class_id, []).append(
+                    (provider, (low, high, step), capacity - used)
+                )
                 continue
-            units = (int(row[MIN_UNIT]), int(row[MAX_UNIT]), int(row[STEP_SIZE]))
-            free = int(row[CAPACITY]) - int(row[USED])
             by_units = self.host_rows.setdefault(class_id, {})
-            by_units.setdefault(units, []).append((providers[provider].root, provider, free))
+            rows = by_units.get((low, high, step))
+            if rows is None:
+                rows = by_units[(low, high, step)] = []
+            rows.append((providers[provider].root, provider, capacity - used))
         roots_in: dict[int, set[int]] = {}
         for provider_id, aggregates in self.aggregates_of.items():
             if provider_id not in self.sharing:
@@ -101,6 +106,37 @@ class Snapshot:
     def hosts(self) -> list[int]:
         """Root ids of the hosts (trees that are not a sharing provider), by name."""
         return sorted(self.trees, key=lambda root: self.providers[root].name)
+
+
+def _figures_statement(dialect: str) -> Select[*tuple[Any, ...]]:
+    """Per host tree (or sharing provider) and class: total, reserved, capacity,
+    used, the sum of (total - reserved) * allocation_ratio, the largest ratio,
+    and the usage beyond total - reserved summed per row."""
+    physical = Inventory.total - Inventory.reserved
+    beyond = Inventory.used - physical
+    # SQLite's two-argument max() is PostgreSQL's greatest().
+    overcommitted = func.greatest(beyond, 0) if dialect == "postgresql" else func.max(beyond, 0)
+    owner = case((ResourceProvider.id.in_(sharing_ids()), ResourceProvider.id), else_=root_id())
+    return (
+        select(
+            owner,
+            Inventory.resource_class_id,
+            *(
+                func.sum(value).cast(BigInteger)
+                for value in (
+                    Inventory.total,
+                    Inventory.reserved,
+                    shown_capacity(dialect),
+                    Inventory.used,
+                )
+            ),
+            func.sum(physical * Inventory.allocation_ratio).cast(Float),
+            func.max(Inventory.allocation_ratio),
+            func.sum(overcommitted).cast(BigInteger),
+        )
+        .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
+        .group_by(owner, Inventory.resource_class_id)
+    )
 
 
 def _grouped(rows: Iterable[tuple[int, int]]) -> dict[int, frozenset[int]]:
@@ -127,6 +163,7 @@ async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) ->
             Inventory.used,
         ),
     )
+    figure_rows = await fetch_all(session, _figures_statement(dialect))
     class_rows = await fetch_all(session, select(ResourceClass.id, ResourceClass.name))
     member_rows = await fetch_all(
         session,
@@ -145,6 +182,7 @@ async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) ->
     return Snapshot(
         providers={row[0]: Provider(*row) for row in provider_rows},
         rows=inventory_rows,
+        figure_rows=figure_rows,
         class_names={ident: name for ident, name in class_rows},
         aggregates_of=_grouped((provider, aggregate) for provider, aggregate, _ in member_rows),
         aggregate_uuids={aggregate: uuid for _, aggregate, uuid in member_rows},

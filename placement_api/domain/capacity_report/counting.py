@@ -21,6 +21,7 @@ alone, with all the shared capacity it reaches.
 from __future__ import annotations
 
 import sys
+from collections import defaultdict
 from collections.abc import Sequence
 
 from placement_api.domain.candidates.names import ResolvedGroup
@@ -103,7 +104,7 @@ class FlavorCounter:
         amounts = sorted(group.amounts.items())
         with_room: set[int] = set()
         for index, (class_id, amount) in enumerate(amounts):
-            own: dict[int, int] = {}
+            own: defaultdict[int, int] = defaultdict(int)
             for units, rows in snapshot.host_rows.get(class_id, {}).items():
                 if not units_allow(units, amount):
                     continue
@@ -111,12 +112,12 @@ class FlavorCounter:
                     for root, provider, free in rows:
                         usable = allowed is None or provider in allowed
                         if free >= amount and usable and provider not in banned:
-                            own[root] = own.get(root, 0) + free // amount
+                            own[root] += free // amount
                             with_room.add(provider)
                 else:
                     for root, _, free in rows:
                         if free >= amount:
-                            own[root] = own.get(root, 0) + free // amount
+                            own[root] += free // amount
             self._own.append(own)
             for provider, units, free in snapshot.sharing_rows.get(class_id, ()):
                 if free < amount or provider in banned or not units_allow(units, amount):

@@ -39,7 +39,12 @@ ByOption = Annotated[
         case_sensitive=False,
     ),
 ]
-_HEADS = {ZONE: ("Zone",), AGGREGATE: ("Aggregate", "Zone"), HOST: ("Host", "Zones")}
+# The columns naming a row, then (except per host) its host count.
+_HEADS = {
+    ZONE: ("Zone", "Hosts"),
+    AGGREGATE: ("Aggregate", "Zone", "Hosts"),
+    HOST: ("Host", "Zones"),
+}
 _ROWS = {ZONE: "availability_zones", AGGREGATE: "aggregates", HOST: "hosts"}
 
 
@@ -91,9 +96,9 @@ def capacity(settings: Settings, *, options: list[str], by: str, as_json: bool) 
 
 def _where(row: dict[str, Any], by: str) -> tuple[str, ...]:
     if by == ZONE:
-        return (row["name"],)
+        return (row["name"], str(row["hosts"]))
     if by == AGGREGATE:
-        return (row["name"] or row["uuid"], row["availability_zone"] or "")
+        return (row["name"] or row["uuid"], row["availability_zone"] or "", str(row["hosts"]))
     return (row["name"], ",".join(row["availability_zones"]))
 
 
@@ -103,24 +108,21 @@ def _table(reports: dict[str, dict[str, Any]], by: str) -> Table:
     first = next(iter(reports.values()))
     classes = sorted(first["resource_classes"])
     table = Table(title=f"Capacity by {by}" + (f": {', '.join(flavors)}" if flavors else ""))
-    for head in (*_HEADS[by], "Hosts" if by != HOST else None):
-        if head:
-            table.add_column(head)
+    for head in _HEADS[by]:
+        table.add_column(head)
     for name in flavors:
         table.add_column(f"{name} fits", justify="right")
     for name in classes:
         table.add_column(f"{name} free", justify="right")
-    rows = [reports[name][_ROWS[by]] for name in flavors] or [first[_ROWS[by]]]
-    for index, row in enumerate(rows[0]):
-        hosts = () if by == HOST else (str(row["hosts"]),)
-        fits = [str(per_flavor[index]["fits"]) for per_flavor in rows[: len(flavors)]]
+    per_flavor = [reports[name][_ROWS[by]] for name in flavors]
+    for index, row in enumerate(first[_ROWS[by]]):
+        fits = [str(rows[index]["fits"]) for rows in per_flavor]
         free = [_free(row["resources"].get(name)) for name in classes]
-        table.add_row(*_where(row, by), *hosts, *fits, *free)
+        table.add_row(*_where(row, by), *fits, *free)
     totals = [str(reports[name]["fits"]) for name in flavors]
     cloud = [_free(first["resource_classes"][name]) for name in classes]
-    blanks = [""] * (len(_HEADS[by]) - 1 + (by != HOST))
     table.add_section()
-    table.add_row("all", *blanks, *totals, *cloud, style="bold")
+    table.add_row("all", *[""] * (len(_HEADS[by]) - 1), *totals, *cloud, style="bold")
     return table
 
 

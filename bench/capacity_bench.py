@@ -12,6 +12,11 @@ into three zones. Timed, median of ``--reps`` runs each:
   capacity`` and the gauges run);
 - ``GET full`` / ``GET by=az,aggregate``: one flavor per request through
   a served API (answer encoded and sent; ``full`` lists every host).
+
+On a shared machine wall times say little alone: the report also gives
+this process's CPU time, and each GET is timed in turns with ``GET
+/resource_providers`` (all 10,000 providers) on the same server, as a
+yardstick whose ratio holds however loaded the machine is.
 """
 
 from __future__ import annotations
@@ -68,30 +73,30 @@ def zone_map(dataset: data.Dataset) -> ZoneMap:
     )
 
 
-def median_ms(run: Callable[[], None], reps: int) -> float:
-    run()  # warm: statement compilation, caches
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+def timed_ms(run: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    run()
+    return (time.perf_counter() - start) * 1000
 
 
-async def _domain_runs(url: str, chosen: list[Flavor], zones: ZoneMap, reps: int) -> float:
+async def _domain_runs(
+    url: str, chosen: list[Flavor], zones: ZoneMap, reps: int
+) -> tuple[float, float]:
+    """Median wall and CPU (this process) milliseconds of one report."""
     engine = create_engine(url, pool_size=1)
     factory = make_session_factory(engine)
-    times = []
+    walls, cpus = [], []
     try:
         for _ in range(reps + 1):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             async with unit_of_work(factory, write=False) as session:
                 reports = await capacity_reports(session, chosen, zones)
-            times.append((time.perf_counter() - start) * 1000)
+            walls.append((time.perf_counter() - start) * 1000)
+            cpus.append((time.process_time() - cpu) * 1000)
         assert len(reports) == len(chosen)
     finally:
         await engine.dispose()
-    return statistics.median(times[1:])
+    return statistics.median(walls[1:]), statistics.median(cpus[1:])
 
 
 def run_variant(variant: str, hosts: int, reps: int, admin_dsn: str, out_dir: Path) -> None:
@@ -102,8 +107,12 @@ def run_variant(variant: str, hosts: int, reps: int, admin_dsn: str, out_dir: Pa
     zones = zone_map(dataset)
     queries = flavors(dataset)
     chosen = [_flavor(name, query) for name, query in queries.items()]
-    report_ms = asyncio.run(_domain_runs(url, chosen, zones, reps))
-    print(f"  {variant:6s} N={hosts} report (5 flavors, all breakdowns): {report_ms:8.1f} ms")
+    wall_ms, cpu_ms = asyncio.run(_domain_runs(url, chosen, zones, reps))
+    print(
+        f"  {variant:6s} N={hosts} report (5 flavors, all breakdowns): {wall_ms:8.1f} ms "
+        f"(CPU of this process: {cpu_ms:.1f} ms)",
+        flush=True,
+    )
     config = out_dir / f"capacity-aggregates-{variant}.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -117,15 +126,22 @@ def run_variant(variant: str, hosts: int, reps: int, admin_dsn: str, out_dir: Pa
             servers.ours_server(url, out_dir / f"capacity-{variant}.log") as base_url,
             httpx.Client(base_url=base_url, headers=servers.HEADERS, timeout=120) as client,
         ):
+            yardstick = functools.partial(_get, client, "/resource_providers")
             for label, extra in (("GET full", ""), ("GET by=az,aggregate", "&by=az,aggregate")):
-                per_flavor = [
-                    median_ms(functools.partial(_get, client, query + extra), reps)
-                    for query in queries.values()
-                ]
+                ours, theirs = [], []
+                for query in queries.values():
+                    report_get = partial_get(client, query + extra)
+                    report_get()  # warm: statement compilation, caches
+                    yardstick()
+                    # In turns: the capacity report, then the yardstick.
+                    for _ in range(reps):
+                        ours.append(timed_ms(report_get))
+                        theirs.append(timed_ms(yardstick))
+                report, listing = statistics.median(ours), statistics.median(theirs)
                 print(
-                    f"  {variant:6s} N={hosts} {label:20s} median of flavors' medians: "
-                    f"{statistics.median(per_flavor):8.1f} ms"
-                    f" (per flavor: {', '.join(f'{ms:.0f}' for ms in per_flavor)})",
+                    f"  {variant:6s} N={hosts} {label:20s} median {report:8.1f} ms; "
+                    f"GET /resource_providers in turns: {listing:8.1f} ms "
+                    f"(ratio {report / listing:.2f})",
                     flush=True,
                 )
     finally:
@@ -133,8 +149,12 @@ def run_variant(variant: str, hosts: int, reps: int, admin_dsn: str, out_dir: Pa
         asyncio.run(servers.drop_database(admin_dsn, database))
 
 
-def _get(client: httpx.Client, query: str) -> None:
-    response = client.get(f"/capacity?{query}")
+def partial_get(client: httpx.Client, query: str) -> Callable[[], None]:
+    return functools.partial(_get, client, f"/capacity?{query}")
+
+
+def _get(client: httpx.Client, path: str) -> None:
+    response = client.get(path, headers={"openstack-api-version": "placement 1.39"})
     response.raise_for_status()
 
 

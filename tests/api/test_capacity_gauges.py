@@ -3,28 +3,32 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import yaml
-from httpx import ASGITransport, AsyncClient
 
-from placement_api.app import create_app
 from placement_api.settings import Settings
-from tests.api.test_observability import _clean, scrape, value
+from tests.api.test_observability import scrape, value
 from tests.support.client import PlacementClient
 from tests.support.provider_trees import TreeBuilder
 
 EAST = str(uuid.uuid4())
 
 
-def _settings(settings: Settings, directory: Path, interval: float) -> Settings:
-    aggregates = directory / "aggregates.yaml"
+@pytest.fixture
+def interval() -> float:
+    """Gauges recomputed at every scrape (a test parametrizes it to change that)."""
+    return 0.0
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path, interval: float) -> Settings:
+    aggregates = tmp_path / "aggregates.yaml"
     aggregates.write_text(
         yaml.safe_dump({"aggregates": {EAST: {"name": "east-racks", "availability_zone": "east"}}})
     )
-    flavors = directory / "flavors.yaml"
+    flavors = tmp_path / "flavors.yaml"
     flavors.write_text(
         yaml.safe_dump(
             {
@@ -35,37 +39,14 @@ def _settings(settings: Settings, directory: Path, interval: float) -> Settings:
             }
         )
     )
-    return settings.model_copy(
-        update={
-            "metrics_enabled": True,
-            "capacity_aggregates_file": aggregates,
-            "capacity_flavors_file": flavors,
-            "capacity_metrics_interval": interval,
-        }
+    return Settings(
+        database_url=database_url,
+        enforce_new_defaults=False,
+        metrics_enabled=True,
+        capacity_aggregates_file=aggregates,
+        capacity_flavors_file=flavors,
+        capacity_metrics_interval=interval,
     )
-
-
-async def _client(settings: Settings) -> AsyncIterator[PlacementClient]:
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://placement") as http:
-            yield PlacementClient(http)
-    await _clean(settings.database_url)
-
-
-@pytest.fixture
-async def gauged(settings: Settings, tmp_path: Path) -> AsyncIterator[PlacementClient]:
-    """Gauges recomputed at every scrape."""
-    async for client in _client(_settings(settings, tmp_path, 0)):
-        yield client
-
-
-@pytest.fixture
-async def cached(settings: Settings, tmp_path: Path) -> AsyncIterator[PlacementClient]:
-    """Gauges kept for an hour."""
-    async for client in _client(_settings(settings, tmp_path, 3600)):
-        yield client
 
 
 async def _cloud(api: PlacementClient) -> TreeBuilder:
@@ -78,9 +59,9 @@ async def _cloud(api: PlacementClient) -> TreeBuilder:
     return trees
 
 
-async def test_fits_per_flavor_and_free_per_class_are_gauges(gauged: PlacementClient) -> None:
-    await _cloud(gauged)
-    samples = await scrape(gauged)
+async def test_fits_per_flavor_and_free_per_class_are_gauges(api: PlacementClient) -> None:
+    await _cloud(api)
+    samples = await scrape(api)
     fits = "placement_capacity_fits"
     # small: east min(7, 6) = 6, nova min(2, 16) = 2; large: east min(1, 1), nova 0.
     assert value(samples, fits, flavor="small") == 8
@@ -99,11 +80,12 @@ async def test_fits_per_flavor_and_free_per_class_are_gauges(gauged: PlacementCl
     assert value(samples, "openstack_placement_resource_usage", **labels) == 1
 
 
-async def test_gauges_are_reused_within_the_interval(cached: PlacementClient) -> None:
-    trees = await _cloud(cached)
-    before = await scrape(cached)
+@pytest.mark.parametrize("interval", [3600.0])
+async def test_gauges_are_reused_within_the_interval(api: PlacementClient) -> None:
+    trees = await _cloud(api)
+    before = await scrape(api)
     await trees.allocate({"host-n": {"VCPU": 2}})
-    after = await scrape(cached)
+    after = await scrape(api)
     assert value(after, "placement_capacity_fits", flavor="small") == 8
     assert value(after, "placement_capacity_free", resource_class="VCPU") == value(
         before, "placement_capacity_free", resource_class="VCPU"
@@ -113,8 +95,8 @@ async def test_gauges_are_reused_within_the_interval(cached: PlacementClient) ->
     assert value(after, "openstack_placement_resource_usage", **labels) == 2
 
 
-async def test_gauges_follow_usage_without_an_interval(gauged: PlacementClient) -> None:
-    trees = await _cloud(gauged)
-    await scrape(gauged)
+async def test_gauges_follow_usage_without_an_interval(api: PlacementClient) -> None:
+    trees = await _cloud(api)
+    await scrape(api)
     await trees.allocate({"host-n": {"VCPU": 2}})
-    assert value(await scrape(gauged), "placement_capacity_fits", flavor="small") == 6
+    assert value(await scrape(api), "placement_capacity_fits", flavor="small") == 6

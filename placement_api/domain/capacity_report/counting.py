@@ -126,7 +126,7 @@ class FlavorCounter:
                     self._pool.setdefault(provider, [0] * len(amounts))[index] = free // amount
         qualified = self._qualified(group, with_room) if group.required else None
         self._plan(len(amounts), qualified)
-        self._placed = self._place(snapshot.hosts)
+        self._placed = self._place(snapshot.hosts) if self._plans else self.alone
 
     def _qualified(self, group: ResolvedGroup, with_room: set[int]) -> set[int]:
         """Roots whose providers with room, with the sharing providers with room
@@ -169,11 +169,15 @@ class FlavorCounter:
             fits = min(floor, *(mine[i] + total for i, total, _ in shared))
             if fits:
                 self.alone[root] = fits
-        smallest = min(own, key=len)
-        for root in smallest:
+        # Hosts reaching no sharing provider: the least of their own slots,
+        # one class at a time (a host missing a class fits nothing).
+        smallest: dict[int, int] = min(own, key=len)
+        fitting = dict(smallest)
+        for per_class in own:
+            fitting = {r: min(n, per_class[r]) for r, n in fitting.items() if r in per_class}
+        for root, fits in fitting.items():
             if root in self._plans or (qualified is not None and root not in qualified):
                 continue
-            fits = min(per_class.get(root, 0) for per_class in own)
             if fits:
                 self.alone[root] = fits
 

@@ -45,10 +45,11 @@ class ReportBuilder:
     def __init__(self, snapshot: Snapshot, zones: ZoneMap) -> None:
         self.snapshot = snapshot
         self.hosts = snapshot.hosts
-        host_figures, sharing_figures = self._figures(snapshot)
-        self.resource_classes = summary_view(
-            summed([*host_figures.values(), *sharing_figures.values()])
-        )
+        figures = self._figures(snapshot)
+        self._host_figures = figures["owners"]
+        self._all_hosts = figures["hosts"].get(0, {})
+        sharing = {p: self._host_figures.pop(p, {}) for p in snapshot.sharing}
+        self.resource_classes = summary_view(summed([self._all_hosts, *sharing.values()]))
         uuids = snapshot.aggregate_uuids
         self._host_tails: dict[int, dict[str, Any]] = {}
         by_aggregate: dict[str, list[int]] = {}
@@ -63,49 +64,63 @@ class ReportBuilder:
             self._host_tails[root] = {
                 "aggregates": aggregates,
                 "availability_zones": host_zones,
-                "resources": host_view(host_figures.get(root, {})),
+                "resources": host_view(self._host_figures.get(root, {})),
             }
-
-        def group(head: dict[str, Any], roots: list[int]) -> _Group:
-            figures = summed(host_figures[r] for r in roots if r in host_figures)
-            reached = Counter(s for r in roots for s in snapshot.shared_with.get(r, ()))
-            closed = all(len(snapshot.serves[s]) == n for s, n in reached.items())
-            return _Group(head, roots, summary_view(figures), closed)
-
+        per_aggregate = {uuids[a]: found for a, found in figures["aggregates"].items()}
         infos = {uuid: zones.info(uuid) for uuid in by_aggregate}
         self.aggregates = [
-            group(
+            self._make_group(
                 {"uuid": uuid, "name": info.name, "availability_zone": info.availability_zone},
                 by_aggregate[uuid],
+                per_aggregate.get(uuid, {}),
             )
             for uuid, info in sorted(
                 infos.items(), key=lambda item: (item[1].name is None, item[1].name or "", item[0])
             )
         ]
-        self.zones = [group({"name": zone}, by_zone[zone]) for zone in sorted(by_zone)]
+        self.zones = []
+        for zone in sorted(by_zone):
+            naming = [a for a, info in infos.items() if info.availability_zone == zone]
+            roots = by_zone[zone]
+            if len(roots) == len(self.hosts):
+                found = self._all_hosts
+            elif naming and sum(len(by_aggregate[a]) for a in naming) == len(roots):
+                # The zone's hosts are those of its aggregates, each in one.
+                found = summed(per_aggregate.get(a, {}) for a in naming)
+            else:
+                found = summed(self._host_figures.get(r, {}) for r in roots)
+            self.zones.append(self._make_group({"name": zone}, roots, found))
+        self.sharing = self._sharing(sharing)
+
+    def _make_group(self, head: dict[str, Any], roots: list[int], figures: Figures) -> _Group:
+        snapshot = self.snapshot
+        reached = Counter(s for r in roots for s in snapshot.shared_with.get(r, ()))
+        closed = all(len(snapshot.serves[s]) == n for s, n in reached.items())
+        return _Group(head, roots, summary_view(figures), closed)
+
+    def _sharing(self, figures: dict[int, Figures]) -> list[dict[str, Any]]:
+        snapshot, providers = self.snapshot, self.snapshot.providers
         served = Counter(s for root in self.hosts for s in snapshot.shared_with.get(root, ()))
-        providers = snapshot.providers
-        self.sharing = [
+        return [
             {
                 "uuid": providers[p].uuid,
                 "name": providers[p].name,
                 "hosts": served[p],
-                "resources": host_view(sharing_figures.get(p, {})),
+                "resources": host_view(figures[p]),
             }
             for p in sorted(snapshot.sharing, key=lambda p: providers[p].name)
         ]
 
     @staticmethod
-    def _figures(snapshot: Snapshot) -> tuple[dict[int, Figures], dict[int, Figures]]:
-        """Per host tree, and per sharing provider, its figures per class."""
-        hosts: dict[int, Figures] = {}
-        sharing: dict[int, Figures] = {}
+    def _figures(snapshot: Snapshot) -> dict[str, dict[int, Figures]]:
+        """Per statement of the snapshot's figures: per group, its figures per class."""
         names = snapshot.class_names
-        for row in snapshot.figure_rows:
-            owner = row[0]
-            figures = (sharing if owner in snapshot.sharing else hosts).setdefault(owner, {})
-            figures[names[row[1]]] = ClassFigures.from_row(row)
-        return hosts, sharing
+        found: dict[str, dict[int, Figures]] = {}
+        for statement, rows in snapshot.figure_rows.items():
+            groups = found[statement] = {}
+            for row in rows:
+                groups.setdefault(row[1], {})[names[row[0]]] = ClassFigures.from_row(row)
+        return found
 
     def report(
         self, flavor: ResolvedFlavor | None, by: Collection[str] = BREAKDOWNS

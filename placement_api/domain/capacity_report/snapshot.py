@@ -9,12 +9,12 @@ figures agree with each other. Inventory rows stay the driver's records
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy import BigInteger, Float, Select, case, func, select
+from sqlalchemy import BigInteger, ColumnElement, Float, Select, case, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import (
@@ -48,8 +48,8 @@ class Provider:
 class Snapshot:
     providers: dict[int, Provider]
     rows: Sequence[InventoryRow]
-    # Per host tree or sharing provider and class, its rows summed (``FIGURE_COLUMNS``).
-    figure_rows: Sequence[Sequence[Any]]
+    # (class, group, sums...) rows of ``_figures_statements``, by their name.
+    figure_rows: Mapping[str, Sequence[Sequence[Any]]]
     class_names: dict[int, str]
     # Per provider, the aggregate ids it is a member of (absent: none).
     aggregates_of: dict[int, frozenset[int]]
@@ -108,35 +108,44 @@ class Snapshot:
         return sorted(self.trees, key=lambda root: self.providers[root].name)
 
 
-def _figures_statement(dialect: str) -> Select[*tuple[Any, ...]]:
-    """Per host tree (or sharing provider) and class: total, reserved, capacity,
-    used, the sum of (total - reserved) * allocation_ratio, the largest ratio,
-    and the usage beyond total - reserved summed per row."""
+def _figure_sums(dialect: str) -> list[ColumnElement[Any]]:
+    """Per group of inventory rows: total, reserved, capacity, used, the sum of
+    (total - reserved) * allocation_ratio, the largest ratio, and the usage
+    beyond total - reserved summed per row (``ClassFigures``' fields)."""
     physical = Inventory.total - Inventory.reserved
     beyond = Inventory.used - physical
     # SQLite's two-argument max() is PostgreSQL's greatest().
     overcommitted = func.greatest(beyond, 0) if dialect == "postgresql" else func.max(beyond, 0)
-    owner = case((ResourceProvider.id.in_(sharing_ids()), ResourceProvider.id), else_=root_id())
-    return (
-        select(
-            owner,
-            Inventory.resource_class_id,
-            *(
-                func.sum(value).cast(BigInteger)
-                for value in (
-                    Inventory.total,
-                    Inventory.reserved,
-                    shown_capacity(dialect),
-                    Inventory.used,
-                )
-            ),
-            func.sum(physical * Inventory.allocation_ratio).cast(Float),
-            func.max(Inventory.allocation_ratio),
-            func.sum(overcommitted).cast(BigInteger),
-        )
-        .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
-        .group_by(owner, Inventory.resource_class_id)
+    summed = (Inventory.total, Inventory.reserved, shown_capacity(dialect), Inventory.used)
+    return [
+        *(func.sum(value).cast(BigInteger) for value in summed),
+        func.sum(physical * Inventory.allocation_ratio).cast(Float),
+        func.max(Inventory.allocation_ratio),
+        func.sum(overcommitted).cast(BigInteger),
+    ]
+
+
+def _figures_statements(dialect: str) -> dict[str, Select[*tuple[Any, ...]]]:
+    """Rows (group, class, sums) per host tree or sharing provider ("owners"),
+    per aggregate of the hosts (by their root's membership), and for all
+    hosts together ("hosts", group 0)."""
+    sums = _figure_sums(dialect)
+    shared = ResourceProvider.id.in_(sharing_ids())
+    owner = case((shared, ResourceProvider.id), else_=root_id())
+    rows = select(Inventory.resource_class_id).join(
+        ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id
     )
+    member = ProviderAggregate.aggregate_id
+    return {
+        "owners": rows.add_columns(owner, *sums).group_by(owner, Inventory.resource_class_id),
+        "aggregates": rows.add_columns(member, *sums)
+        .join(ProviderAggregate, ProviderAggregate.resource_provider_id == root_id())
+        .where(~shared)
+        .group_by(member, Inventory.resource_class_id),
+        "hosts": rows.add_columns(literal(0), *sums)
+        .where(~shared)
+        .group_by(Inventory.resource_class_id),
+    }
 
 
 def _grouped(rows: Iterable[tuple[int, int]]) -> dict[int, frozenset[int]]:
@@ -163,7 +172,10 @@ async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) ->
             Inventory.used,
         ),
     )
-    figure_rows = await fetch_all(session, _figures_statement(dialect))
+    figure_rows = {
+        name: await fetch_all(session, statement)
+        for name, statement in _figures_statements(dialect).items()
+    }
     class_rows = await fetch_all(session, select(ResourceClass.id, ResourceClass.name))
     member_rows = await fetch_all(
         session,

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from scheduler.flavor import flavor_groups
-from scheduler.flavors_file import FlavorsFileError, load_flavors
 
 from placement_api.domain.candidates.request import RequestGroup
 from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.zones import AggregateInfo, ZoneMap
 from placement_api.querystring import TraitFilter
 from placement_api.settings import Settings
+from scheduler.request.flavor import flavor_groups
+from scheduler.request.flavors_file import FlavorsFileError, load_flavors
 from scheduler.settings import AggregateConfig
 
 

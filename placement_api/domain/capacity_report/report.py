@@ -142,15 +142,10 @@ class ReportBuilder:
 
     def _host(self, root: int, counter: FlavorCounter | None) -> dict[str, Any]:
         provider = self.snapshot.providers[root]
-        if counter is None:
-            return {"uuid": provider.uuid, "name": provider.name, **self._host_tails[root]}
-        fits = counter.alone.get(root, 0)
-        return {
-            "uuid": provider.uuid,
-            "name": provider.name,
-            "fits": fits,
-            **self._host_tails[root],
-        }
+        body: dict[str, Any] = {"uuid": provider.uuid, "name": provider.name}
+        if counter is not None:
+            body["fits"] = counter.alone.get(root, 0)
+        return {**body, **self._host_tails[root]}
 
     @staticmethod
     def _group(group: _Group, counter: FlavorCounter | None) -> dict[str, Any]:

@@ -56,6 +56,11 @@ def json_response(
     return response
 
 
+def rfc3339(moment: datetime) -> str:
+    """A UTC time as RFC 3339 with microseconds: ``2026-11-23T23:24:19.123456Z``."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
 def newest(*moments: datetime | None) -> datetime | None:
     present = [m if m.tzinfo else m.replace(tzinfo=UTC) for m in moments if m is not None]
     return max(present) if present else None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import ColumnElement, DateTime, Table, func, literal
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -20,3 +21,18 @@ async def insert_ignoring_duplicates(
         await session.execute(postgresql.insert(table).on_conflict_do_nothing(), rows)
     else:
         await session.execute(sqlite.insert(table).on_conflict_do_nothing(), rows)
+
+
+def insert(session: AsyncSession, table: Table) -> postgresql.Insert | sqlite.Insert:
+    """The dialect's INSERT, which offers ``ON CONFLICT ... DO UPDATE`` on both."""
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def clock(session: AsyncSession) -> ColumnElement[datetime]:
+    """Now, by the clock every API host shares: PostgreSQL's (the transaction's
+    start) there; SQLite serves one host, whose clock this process reads."""
+    if session.get_bind().dialect.name == "postgresql":
+        return func.now()
+    return literal(datetime.now(UTC), DateTime(timezone=True))

@@ -189,6 +189,22 @@ class ProviderTrait(TimestampMixin, Base):
     trait_id: Mapped[int] = mapped_column(ForeignKey("traits.id"), primary_key=True)
 
 
+class ProviderHeartbeat(Base):
+    """When a root provider's agent last reported (``PUT .../heartbeat``) and the
+    utilisation it measured. Not a provider write: no generation moves and the
+    change feed records nothing. Deleting the provider deletes its row."""
+
+    __tablename__ = "provider_heartbeats"
+
+    resource_provider_id: Mapped[int] = mapped_column(
+        ForeignKey("resource_providers.id", ondelete="CASCADE"), primary_key=True
+    )
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    interval_seconds: Mapped[int] = mapped_column(Integer, nullable=False)
+    metrics: Mapped[dict[str, float]] = mapped_column(JSON, nullable=False)
+    metrics_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
 class ChangeFeedHead(Base):
     """The change feed's one-row counter: the last index handed out.
 

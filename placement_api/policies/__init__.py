@@ -15,6 +15,7 @@ from placement_api.policies import (
     base,
     capacity,
     change,
+    heartbeat,
     inventory,
     reshaper,
     resource_class,
@@ -31,6 +32,7 @@ __all__ = [
     "base",
     "capacity",
     "change",
+    "heartbeat",
     "inventory",
     "reshaper",
     "resource_class",
@@ -52,6 +54,7 @@ _MODULES = (
     reshaper,
     change,
     capacity,
+    heartbeat,
 )
 
 

@@ -8,6 +8,7 @@ from placement_api.routers import (
     allocations,
     capacity,
     changes,
+    heartbeats,
     inventories,
     reshaper,
     resource_classes,
@@ -30,4 +31,5 @@ ROUTERS: list[APIRouter] = [
     reshaper.router,
     changes.router,
     capacity.router,
+    heartbeats.router,
 ]

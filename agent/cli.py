@@ -289,8 +289,9 @@ async def _run_forever(settings: AgentSettings) -> None:
     where = settings.api_url or "the catalog's Placement"
     log.info("reporting %s to %s every %ss", settings.libvirt_uri, where, settings.interval)
     async with _client(settings) as client:
-        reporting = ReportingPass(settings, AgentPlacement(client))
+        reporting = ReportingPass(settings, AgentPlacement(client), manages_host_status=True)
         await run_until_stopped(reporting, settings.interval, settings.interval_jitter, stop)
+        await reporting.disable_host()
 
 
 @app.command()

@@ -123,6 +123,11 @@ class AgentPlacement:
     async def ensure_resource_class(self, name: str) -> None:
         await self._client.put(f"/resource_classes/{name}")
 
+    async def put_heartbeat(self, uuid: str, interval: int, metrics: dict[str, float]) -> None:
+        await self._client.put(
+            f"/resource_providers/{uuid}/heartbeat", {"interval": interval, "metrics": metrics}
+        )
+
     async def get_usages(self, uuid: str) -> dict[str, int]:
         body = await self._client.get(f"/resource_providers/{uuid}/usages")
         return {rc: int(amount) for rc, amount in body["usages"].items()}

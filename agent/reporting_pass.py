@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.discovery import DiscoveryError, HostFacts, build_host_facts, read_host
+from agent.host_status import set_disabled
 from agent.inventory import HostPlan, build_host_plan
 from agent.metrics import LAST_SUCCESS, PASSES
 from agent.placement import AgentPlacement
@@ -26,6 +28,7 @@ from agent.reporter import (
 from agent.settings import AgentSettings
 from agent.state import AgentState, StateError, StateStore
 from agent.tree import ReshapeForbidden, TreeKeeper, TreeReport
+from agent.utilisation import UtilisationMeter
 from placement_client import PlacementError
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,9 @@ class PassResult:
     tree: TreeReport = field(default_factory=TreeReport)
     drift: Drift | None = None
     error: str | None = None
+    # Utilisation measured this pass, and whether the heartbeat carrying it went through.
+    metrics: dict[str, float] = field(default_factory=dict)
+    heartbeat_sent: bool = False
 
 
 def discover(settings: AgentSettings) -> HostFacts:
@@ -72,20 +78,32 @@ def plan_for(settings: AgentSettings, facts: HostFacts, root_uuid: str) -> HostP
     return build_host_plan(facts, settings, provider_config, root_uuid, name)
 
 
+def heartbeat_interval(pass_interval: float) -> int:
+    """The pass interval as the whole seconds (1 to a day) a heartbeat announces."""
+    return min(max(math.ceil(pass_interval), 1), 86_400)
+
+
 class ReportingPass:
+    """``manages_host_status``: this is the daemon's pass, which re-enables a host
+    it disabled when it last stopped (``--once`` leaves the status alone)."""
+
     def __init__(
         self,
         settings: AgentSettings,
         client: AgentPlacement,
         discover_host: Callable[[AgentSettings], HostFacts] = discover,
+        *,
+        manages_host_status: bool = False,
     ) -> None:
         self._settings = settings
         self._discover = discover_host
         self._client = client
-        retry = conflict_retry(settings.conflict_retries)
-        self._reporter = Reporter(client, retry)
-        self._tree = TreeKeeper(client, self._reporter, retry)
+        self._retry = conflict_retry(settings.conflict_retries)
+        self._reporter = Reporter(client, self._retry)
+        self._tree = TreeKeeper(client, self._reporter, self._retry)
         self._store = StateStore(settings.state_dir)
+        self._meter = UtilisationMeter()
+        self._manages_host_status = manages_host_status
 
     async def run(self) -> PassResult:
         started = time.monotonic()
@@ -97,6 +115,8 @@ class ReportingPass:
         except Exception as error:  # the daemon outlives a bug; the traceback says where
             log.exception("pass failed unexpectedly")
             result = PassResult(Outcome.FAILED, error=repr(error))
+        if result.outcome is not Outcome.FAILED and self._settings.heartbeat:
+            result.heartbeat_sent = await self._send_heartbeat(result)
         label = result.provider_name or self._settings.provider_name or ""
         PASSES.labels(label, result.outcome.name.lower()).inc()
         if result.outcome is not Outcome.FAILED:
@@ -106,6 +126,7 @@ class ReportingPass:
 
     async def _run(self) -> PassResult:
         facts = await asyncio.to_thread(self._discover, self._settings)
+        metrics = self._meter.measure(facts)
         name = self._settings.provider_name or facts.hostname
         state = await self._load_or_adopt_state(name)
         plan = plan_for(self._settings, facts, state.root_provider_uuid)
@@ -118,6 +139,10 @@ class ReportingPass:
             for provider in plan.providers
         ]
         self._remember_configured_traits(state, plan)
+        if self._manages_host_status and state.disabled_by_agent:
+            await set_disabled(self._client, plan.root.uuid, False, self._retry)
+            state.disabled_by_agent = False
+            self._store.save(state)
         reconciled = [*(p.uuid for p in plan.providers), *tree.kept]
         drift = await reconcile(self._client, name, reconciled, facts.domains)
         return PassResult(
@@ -127,7 +152,33 @@ class ReportingPass:
             reports=reports,
             tree=tree,
             drift=drift,
+            metrics=metrics,
         )
+
+    async def _send_heartbeat(self, result: PassResult) -> bool:
+        """A failed heartbeat leaves the pass's outcome alone: the next pass sends another."""
+        assert result.provider_uuid is not None  # every pass that did not fail knows its root
+        interval = heartbeat_interval(self._settings.interval)
+        try:
+            await self._client.put_heartbeat(result.provider_uuid, interval, result.metrics)
+        except PlacementError as error:
+            log.warning("heartbeat not sent (the next pass tries again): %s", error)
+            return False
+        return True
+
+    async def disable_host(self) -> None:
+        """After a clean stop: mark the host disabled, remembering that the agent did."""
+        state = self._store.load()
+        if state is None or not self._settings.disable_on_stop:
+            return
+        try:
+            changed = await set_disabled(self._client, state.root_provider_uuid, True, self._retry)
+        except (PlacementError, ConflictRetriesExhausted) as error:
+            log.error("could not mark the host disabled on stop: %s", error)
+            return
+        if changed:
+            state.disabled_by_agent = True
+            self._store.save(state)
 
     async def _load_or_adopt_state(self, name: str) -> AgentState:
         """A new state directory adopts the root provider already reported under this name."""

@@ -126,6 +126,20 @@ class AgentSettings(BaseSettings):
     conflict_retries: int = Field(
         default=5, ge=0, description="Retries of a write that lost a generation race."
     )
+    heartbeat: bool = Field(
+        default=True,
+        description=(
+            "After each pass that brought Placement up to date, send the host's heartbeat "
+            "(PUT /resource_providers/{uuid}/heartbeat) with the utilisation libvirt gives."
+        ),
+    )
+    disable_on_stop: bool = Field(
+        default=True,
+        description=(
+            "`run` stopped by SIGTERM/SIGINT adds COMPUTE_STATUS_DISABLED to the host's "
+            "provider, and its next start removes it (--once leaves it alone)."
+        ),
+    )
     metrics_port: int | None = Field(
         default=None, ge=0, le=65535, description="Serve Prometheus metrics on this port."
     )

@@ -22,6 +22,9 @@ class AgentState(BaseModel):
     root_provider_uuid: str
     # Provider uuid -> custom traits the agent applied from the provider config.
     configured_traits: dict[str, list[str]] = Field(default_factory=dict)
+    # The agent added COMPUTE_STATUS_DISABLED when it last stopped, so its next
+    # start takes it away (an operator's own disable is left alone).
+    disabled_by_agent: bool = False
 
     def configured_traits_of(self, provider_uuid: str) -> frozenset[str]:
         return frozenset(self.configured_traits.get(provider_uuid, ()))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from agent.discovery.capabilities import parse_capabilities
 from agent.discovery.cpu_traits import parse_expanded_cpu
-from agent.discovery.model import CpuTopology, Domain, HostFacts
+from agent.discovery.model import CpuTopology, Domain, HostFacts, HostUsage
 
 _GIB = 1024**3
 
@@ -32,6 +32,10 @@ class RawHost:
     node_info: Sequence[str | int]
     # virNodeGetMemoryStats over all cells in KiB; None where the driver lacks it.
     memory_stats: Mapping[str, int] | None
+    # virNodeGetCPUStats over all CPUs in ns; None where the driver lacks it.
+    cpu_stats: Mapping[str, int] | None
+    # time.monotonic() when the counters were read.
+    read_at: float
     capabilities_xml: str
     # baselineCPU with EXPAND_FEATURES; None when libvirt could not expand the host CPU.
     expanded_cpu_xml: str | None
@@ -53,6 +57,7 @@ def build_host_facts(raw: RawHost) -> HostFacts:
         cpu_features=features,
         topology=topology_from_node_info(raw.node_info),
         numa_cells=capabilities.numa_cells,
+        usage=HostUsage(raw.read_at, raw.cpu_stats, raw.memory_stats),
         domains=tuple(domain_from_raw(domain) for domain in raw.domains),
     )
 
@@ -81,4 +86,5 @@ def domain_from_raw(raw: RawDomain) -> Domain:
         active=raw.active,
         vcpus=int(raw.info[3]),
         memory_mib=int(raw.info[1]) // 1024,
+        cpu_time_ns=int(raw.info[4]),
     )

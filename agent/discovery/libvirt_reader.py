@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import libvirt
@@ -44,7 +46,13 @@ def _read(connection: libvirt.virConnect, instances_path: Path) -> RawHost:
     return RawHost(
         hostname=connection.getHostname(),
         node_info=connection.getInfo(),
-        memory_stats=_memory_stats(connection),
+        memory_stats=_unless_unsupported(
+            lambda: connection.getMemoryStats(libvirt.VIR_NODE_MEMORY_STATS_ALL_CELLS)
+        ),
+        cpu_stats=_unless_unsupported(
+            lambda: connection.getCPUStats(libvirt.VIR_NODE_CPU_STATS_ALL_CPUS)
+        ),
+        read_at=time.monotonic(),
         capabilities_xml=capabilities_xml,
         expanded_cpu_xml=_expanded_cpu(connection, capabilities_xml),
         domains=[_raw_domain(domain) for domain in connection.listAllDomains()],
@@ -52,14 +60,14 @@ def _read(connection: libvirt.virConnect, instances_path: Path) -> RawHost:
     )
 
 
-def _memory_stats(connection: libvirt.virConnect) -> dict[str, int] | None:
+def _unless_unsupported(read: Callable[[], dict[str, int]]) -> dict[str, int] | None:
+    """A node statistic, or None where the driver does not implement its call."""
     try:
-        stats: dict[str, int] = connection.getMemoryStats(libvirt.VIR_NODE_MEMORY_STATS_ALL_CELLS)
+        return read()
     except libvirt.libvirtError as error:
         if error.get_error_code() != libvirt.VIR_ERR_NO_SUPPORT:
             raise
         return None
-    return stats
 
 
 def _expanded_cpu(connection: libvirt.virConnect, capabilities_xml: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -44,6 +45,21 @@ class Domain:
     active: bool
     vcpus: int
     memory_mib: int
+    # CPU time the domain has used since it started: utilisation, not allocation.
+    cpu_time_ns: int
+
+
+@dataclass(frozen=True)
+class HostUsage:
+    """Utilisation counters of one pass, compared with the previous pass's.
+    None where the libvirt driver does not give them."""
+
+    # time.monotonic() when they were read.
+    read_at: float
+    # virNodeGetCPUStats over all CPUs: cumulative nanoseconds (kernel, user, idle, iowait).
+    cpu_times_ns: Mapping[str, int] | None
+    # virNodeGetMemoryStats over all cells, KiB (total, free, buffers, cached).
+    memory_kib: Mapping[str, int] | None
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,7 @@ class HostFacts:
     cpu_features: frozenset[str]
     topology: CpuTopology
     numa_cells: tuple[NumaCell, ...]
+    usage: HostUsage
     domains: tuple[Domain, ...] = field(default=())
 
     @property

@@ -112,6 +112,8 @@ def raw_host(**changes) -> RawHost:
         "hostname": "compute-7",
         "node_info": ["x86_64", 5338, 2, 2596, 1, 1, 2, 1],
         "memory_stats": {"total": 24684096, "free": 1000},
+        "cpu_stats": None,
+        "read_at": 0.0,
         "capabilities_xml": QEMU_CAPABILITIES,
         "expanded_cpu_xml": None,
         "domains": [],

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent.discovery.capabilities import parse_capabilities
-from agent.discovery.model import CpuTopology, HostFacts
+from agent.discovery.model import CpuTopology, HostFacts, HostUsage
 from agent.inventory import (
     InventoryRecord,
     build_host_plan,
@@ -35,6 +35,7 @@ def facts(**changes: Any) -> HostFacts:
         "cpu_features": frozenset({"avx2", "sse4.2", "aes"}),
         "topology": CpuTopology(sockets=1, cores=4, threads=2, numa_nodes=1),
         "numa_cells": (),
+        "usage": HostUsage(read_at=0.0, cpu_times_ns=None, memory_kib=None),
     }
     return HostFacts(**(values | changes))
 

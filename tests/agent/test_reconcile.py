@@ -12,8 +12,8 @@ from agent.reconcile import (
     report_drift,
 )
 
-RUNNING = Domain("aaaaaaaa-0000-4000-8000-000000000001", "web", True, 2, 1024)
-STOPPED = Domain("aaaaaaaa-0000-4000-8000-000000000002", "batch", False, 1, 512)
+RUNNING = Domain("aaaaaaaa-0000-4000-8000-000000000001", "web", True, 2, 1024, 10**9)
+STOPPED = Domain("aaaaaaaa-0000-4000-8000-000000000002", "batch", False, 1, 512, 0)
 GHOST = "aaaaaaaa-0000-4000-8000-000000000003"
 
 

@@ -84,7 +84,7 @@ async def test_two_hosts_of_different_sizes_report_their_own_inventory(
     )
 
 
-async def test_unchanged_host_causes_no_write_on_the_next_pass(
+async def test_unchanged_host_causes_no_provider_write_on_the_next_pass(
     tmp_path: Path, placement, agent_settings
 ):
     settings = agent_settings(write_node(tmp_path / "host.xml", cpus=4, memory_mib=4096))
@@ -99,7 +99,8 @@ async def test_unchanged_host_causes_no_write_on_the_next_pass(
     second = await one_pass(settings, event_hooks={"request": [record]})
 
     assert second.outcome is Outcome.SYNCED
-    assert writes == []
+    # The heartbeat is the only write, and it moves no generation.
+    assert writes == [f"PUT /resource_providers/{first.provider_uuid}/heartbeat"]
     assert not second.reports[0].inventory_written
     assert provider(placement, first.provider_uuid)["generation"] == generation
 
@@ -188,7 +189,15 @@ async def test_numa_cells_are_reported_as_child_providers_of_the_root(
     capabilities = (DATA / "capabilities-two-cells.xml").read_text()
     facts = build_host_facts(
         RawHost(
-            "numa-host", ["x86_64", 24576, 4, 2400, 2, 1, 2, 1], None, capabilities, None, [], 0
+            hostname="numa-host",
+            node_info=["x86_64", 24576, 4, 2400, 2, 1, 2, 1],
+            memory_stats=None,
+            cpu_stats=None,
+            read_at=0.0,
+            capabilities_xml=capabilities,
+            expanded_cpu_xml=None,
+            domains=[],
+            instances_disk_bytes=0,
         )
     )
     root_uuid = str(uuid.uuid4())

@@ -84,20 +84,18 @@ class UtilisationMeter:
         metrics: dict[str, float] = {}
         memory = memory_metrics(facts.usage.memory_kib)
         if memory is None:
-            self._once("memory", "no node memory statistics (getMemoryStats): memory.* left out")
+            self._once("memory", "no node memory statistics from libvirt (getMemoryStats)")
         else:
             metrics |= memory
         previous, self._previous = self._previous, facts
         if previous is None:  # rates need two passes
             return metrics
         if facts.usage.cpu_times_ns is None or previous.usage.cpu_times_ns is None:
-            self._once("cpu", "no node CPU statistics (getCPUStats): cpu.* left out")
+            self._once("cpu", "no node CPU statistics from libvirt (getCPUStats)")
         else:
             cpu = cpu_metrics(previous.usage.cpu_times_ns, facts.usage.cpu_times_ns)
             if cpu is None:
-                self._once(
-                    "cpu-still", "node CPU counters did not advance between passes: cpu.* left out"
-                )
+                self._once("cpu", "libvirt's node CPU counters did not advance between passes")
             else:
                 metrics |= cpu
         instances = instances_cpu_percent(previous, facts)
@@ -105,7 +103,7 @@ class UtilisationMeter:
             metrics[INSTANCES_CPU_PERCENT] = instances
         return metrics
 
-    def _once(self, gap: str, message: str) -> None:
-        if gap not in self._logged:
-            self._logged.add(gap)
-            log.warning("libvirt gives %s", message)
+    def _once(self, metrics: str, why: str) -> None:
+        if metrics not in self._logged:
+            self._logged.add(metrics)
+            log.warning("%s.* metrics left out of heartbeats: %s", metrics, why)

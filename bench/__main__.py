@@ -1,11 +1,12 @@
 """``make bench``: every benchmark of the project, one after the other.
 
-    python -m bench                 # every one: candidates, import, ..., claims, capacity
+    python -m bench                 # every one: candidates, import, ..., capacity, heartbeats
     python -m bench candidates ...  # one benchmark, with its own arguments
     python -m bench scheduler --help
     python -m bench change-feed     # claims/s before and after the change feed
     python -m bench claims --quick  # PUT/POST /allocations and reads, ours against upstream
     python -m bench capacity        # capacity reports, 10,000 hosts x 5 flavors
+    python -m bench heartbeats      # what 10,000 hosts' heartbeats cost the API and PostgreSQL
 
 Each benchmark is a script of its own; this only runs them in order and
 stops at the first that fails.
@@ -35,6 +36,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "change-feed": [str(HERE / "change_feed_bench.py")],
     "claims": [str(HERE / "claims_bench.py")],
     "capacity": [str(HERE / "capacity_bench.py")],
+    "heartbeats": [str(HERE / "heartbeat_bench.py")],
 }
 
 

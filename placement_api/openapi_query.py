@@ -20,6 +20,7 @@ from placement_api.schemas import (
     allocation_candidates,
     capacity,
     changes,
+    heartbeats,
     resource_providers,
     traits,
     usages,
@@ -85,6 +86,10 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "member_of": _MEMBER_OF + " Always in 1.39's syntax.",
         "by": "Breakdowns to include, comma-separated: `host`, `aggregate`, `az`; default all.",
     },
+    "listHeartbeats": {
+        "alive": "`true`: only hosts alive at `now`; `false`: only hosts down.",
+        "in_tree": "A provider uuid: only the heartbeat of its tree's root.",
+    },
     "listTraits": {
         "name": "`in:A,B` (exactly these names) or `startswith:PREFIX`.",
         "associated": "`true`: only traits some provider has; `false`: only traits none has.",
@@ -135,6 +140,7 @@ QUERIES: dict[str, QueryDoc] = {
     "listTraits": QueryDoc(VersionedShape(traits.TraitListQuery), FEATURES["traits"]),
     "listChanges": _plain(changes.ChangesQuery),
     "showCapacity": _plain(capacity.CapacityQuery),
+    "listHeartbeats": _plain(heartbeats.HeartbeatsQuery),
 }
 
 

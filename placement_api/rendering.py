@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
 
+import orjson
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from placement_api import errors
@@ -56,9 +57,12 @@ def json_response(
     return response
 
 
-def rfc3339(moment: datetime) -> str:
-    """A UTC time as RFC 3339 with microseconds: ``2026-11-23T23:24:19.123456Z``."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+class UtcJsonResponse(JSONResponse):
+    """JSON by orjson, which writes UTC datetimes as RFC 3339 (``...T23:24:19.123456Z``)
+    several times faster than ``isoformat``: a list of 10,000 hosts has 30,000."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_UTC_Z)
 
 
 def newest(*moments: datetime | None) -> datetime | None:

@@ -12,8 +12,7 @@ from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import heartbeats
 from placement_api.domain.heartbeats import Heartbeat
 from placement_api.policies import heartbeat as policies
-from placement_api.rendering import json_response, rfc3339
-from placement_api.routers.allocation_candidates import OrjsonResponse
+from placement_api.rendering import UtcJsonResponse, json_response
 from placement_api.schemas import heartbeats as schemas
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body, load_query
@@ -22,13 +21,14 @@ router = APIRouter(tags=["heartbeats"])
 
 
 def render(beat: Heartbeat) -> dict[str, Any]:
+    """Times stay datetimes: ``UtcJsonResponse`` writes them as RFC 3339 UTC."""
     return {
         "resource_provider_uuid": beat.provider_uuid,
-        "last_seen": rfc3339(beat.last_seen),
+        "last_seen": beat.last_seen,
         "interval": beat.interval,
-        "down_after": rfc3339(beat.down_after),
+        "down_after": beat.down_after,
         "metrics": beat.metrics,
-        "metrics_at": rfc3339(beat.metrics_at) if beat.metrics_at else None,
+        "metrics_at": beat.metrics_at,
     }
 
 
@@ -54,7 +54,9 @@ async def update_heartbeat(uuid: str, api: ApiDep, db: DbDep) -> Response:
         beat = await heartbeats.record(
             session, uuid, body.interval, body.metrics, api.settings.heartbeat_missed_intervals
         )
-    return json_response(api.version, render(beat), last_modified=beat.last_seen)
+    return json_response(
+        api.version, render(beat), last_modified=beat.last_seen, response_class=UtcJsonResponse
+    )
 
 
 @router.get(
@@ -76,10 +78,10 @@ async def list_heartbeats(api: ApiDep, db: DbDep) -> Response:
             session, api.settings.heartbeat_missed_intervals, alive=alive, in_tree=query.in_tree
         )
     body = {
-        "now": rfc3339(listed.now),
+        "now": listed.now,
         "heartbeats": [
             {**render(entry.heartbeat), "name": entry.name, "alive": entry.alive}
             for entry in listed.heartbeats
         ],
     }
-    return json_response(api.version, body, response_class=OrjsonResponse)
+    return json_response(api.version, body, response_class=UtcJsonResponse)

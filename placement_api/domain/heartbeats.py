@@ -68,7 +68,17 @@ async def record(
     metrics: dict[str, float] | None,
     missed_intervals: int,
 ) -> Heartbeat:
-    """Insert or refresh the provider's heartbeat in one statement.
+    """Insert or refresh the provider's heartbeat in one statement (``now()`` is
+    PostgreSQL's; SQLite gets this host's time as a parameter)::
+
+        INSERT INTO provider_heartbeats
+            (resource_provider_id, last_seen, interval_seconds, metrics, metrics_at)
+        SELECT id, now(), :interval, :metrics, now()      -- NULL without metrics
+        FROM resource_providers WHERE uuid = :uuid AND parent_provider_id IS NULL
+        ON CONFLICT (resource_provider_id) DO UPDATE SET
+            last_seen = excluded.last_seen, interval_seconds = excluded.interval_seconds
+            [, metrics = excluded.metrics, metrics_at = excluded.metrics_at]  -- with metrics
+        RETURNING last_seen, interval_seconds, metrics, metrics_at
 
     The row is written only for a root provider; when nothing is written,
     a second look says whether the provider is unknown (404) or a child (400).

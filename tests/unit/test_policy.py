@@ -17,6 +17,7 @@ from placement_api.policies import (
     allocation,
     allocation_candidate,
     change,
+    heartbeat,
     inventory,
     reshaper,
     resource_class,
@@ -74,6 +75,8 @@ ADMIN_OR_SERVICE_RULES = [
     allocation.PROVIDER_LIST,
     allocation_candidate.LIST,
     change.LIST,
+    heartbeat.UPDATE,
+    heartbeat.LIST,
 ]
 
 ADMIN_ROLE_HOLDERS = {"legacy_admin_token", "admin", "project_admin"}
@@ -168,7 +171,12 @@ def default_policies() -> dict[str, Policy]:
 
 
 # Rules of this service's extensions, which upstream does not have.
-EXTENSION_RULE_NAMES = {"placement:changes:list", "placement:capacity:read"}
+EXTENSION_RULE_NAMES = {
+    "placement:changes:list",
+    "placement:capacity:read",
+    "placement:resource_providers:heartbeat:update",
+    "placement:heartbeats:list",
+}
 
 
 def test_every_upstream_rule_is_registered_under_its_upstream_name() -> None:

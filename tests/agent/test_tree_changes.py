@@ -112,10 +112,10 @@ async def test_numa_turned_off_moves_cell_allocations_to_the_root_in_one_reshape
     assert vcpu_candidates(placement, root) == 1
 
 
-async def test_steady_pass_reads_the_tree_once_and_each_inventory_once_and_writes_nothing(
+async def test_steady_pass_reads_the_tree_once_and_each_inventory_once_and_writes_no_provider(
     tmp_path: Path, placement, agent_settings
 ):
-    settings, _root = await reported_host(agent_settings, tmp_path, numa=True)
+    settings, root = await reported_host(agent_settings, tmp_path, numa=True)
     sent: list[httpx.Request] = []
 
     async def record(request: httpx.Request) -> None:
@@ -126,7 +126,9 @@ async def test_steady_pass_reads_the_tree_once_and_each_inventory_once_and_write
     paths = [r.url.path for r in sent]
     assert sum(path == "/resource_providers" for path in paths) == 1
     assert sum(path.endswith("/inventories") for path in paths) == 3
-    assert {r.method for r in sent} == {"GET"}
+    # The heartbeat is the only write, and it moves no generation.
+    writes = [f"{r.method} {r.url.path}" for r in sent if r.method != "GET"]
+    assert writes == [f"PUT /resource_providers/{root}/heartbeat"]
 
 
 async def test_numa_toggled_without_allocations_needs_no_reshape(

@@ -25,7 +25,7 @@ keystonemiddleware's ``auth_token`` established. Both are an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Protocol
 
 from oslo_context import context as oslo_context
@@ -56,6 +56,11 @@ class RequestContext:
     service_project_id: str | None = None
     service_roles: tuple[str, ...] = ()
 
+    def policy_identity(self) -> tuple[object, ...]:
+        """Everything of the caller that policy decisions depend on: every
+        field but the request id."""
+        return tuple(getattr(self, name) for name in _POLICY_FIELDS)
+
     def policy_credentials(self) -> dict[str, object]:
         """The credentials oslo.policy's ``enforce`` expects.
 
@@ -79,6 +84,9 @@ class RequestContext:
             overwrite=False,
         )
         return dict(context.to_policy_values())
+
+
+_POLICY_FIELDS = tuple(f.name for f in fields(RequestContext) if f.name != "request_id")
 
 
 class Authenticator(Protocol):

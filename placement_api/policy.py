@@ -16,18 +16,30 @@ Two switches, as upstream's ``[oslo_policy]`` options:
 
 The enforcer has a private ``ConfigOpts`` and only ever reads the one policy
 file it is given: never the global CONF, never files found under /etc.
+
+Decisions are remembered: oslo.policy evaluates a rule's check tree and
+builds the caller's credentials anew on every call, which cost an API read
+about a tenth of its CPU, while a few callers ask the same few questions
+all day. A ``Policy`` keeps its latest decisions per (rule, caller's
+credentials, target) and forgets them all whenever the enforcer's rules are
+reloaded (the policy file changed). Only rules made of oslo.policy's own
+checks of roles, credentials and target are pure functions of those; while
+any rule holds another kind (``http:``, a plugin's check) nothing is
+remembered.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from oslo_config import cfg
 from oslo_policy import policy as oslo_policy
+from oslo_policy import _checks
 
 from placement_api import errors, policies
 from placement_api.auth import RequestContext
@@ -35,6 +47,8 @@ from placement_api.auth import RequestContext
 LOG = logging.getLogger(__name__)
 
 _GROUP = "oslo_policy"
+# Decisions a Policy remembers (rules x callers x targets) before starting afresh.
+DECISIONS_REMEMBERED = 4096
 
 
 class _PolicyFileOnlyEnforcer(oslo_policy.Enforcer):
@@ -75,6 +89,11 @@ class Policy:
         except ValueError as exc:
             raise ValueError(f"policy file {policy_file} is not valid YAML or JSON: {exc}") from exc
 
+        self._policy_file = policy_file.resolve() if policy_file else None
+        self._file_seen = _file_state(self._policy_file)
+        self._decisions: dict[tuple[object, ...], bool] = {}
+        self._rules_are_pure = _pure(self._enforcer.rules)
+
     def authorize(
         self, rule: str, context: RequestContext, target: Mapping[str, object] | None = None
     ) -> None:
@@ -86,11 +105,74 @@ class Policy:
         """
         if target is None:
             target = {"project_id": context.project_id, "user_id": context.user_id}
-        credentials = context.policy_credentials()
-        # Without do_raise a scope mismatch is a plain denial, as upstream maps it.
-        if not self._enforcer.authorize(rule, dict(target), credentials):
-            LOG.debug("policy denied %s to %s", rule, credentials)
+        self._reload_if_changed()
+        key = (rule, context.policy_identity(), *target.items())
+        try:
+            allowed = self._decisions.get(key)
+        except TypeError:  # a target value that cannot be a key: decided afresh
+            key, allowed = (), None
+        if allowed is None:
+            # Without do_raise a scope mismatch is a plain denial, as upstream maps it.
+            allowed = bool(
+                self._enforcer.authorize(rule, dict(target), context.policy_credentials())
+            )
+            if key and self._rules_are_pure:
+                if len(self._decisions) >= DECISIONS_REMEMBERED:
+                    self._decisions.clear()
+                self._decisions[key] = allowed
+        if not allowed:
+            LOG.debug("policy denied %s to %s", rule, context.policy_credentials())
             raise errors.Forbidden(f"Policy does not allow {rule} to be performed.")
+
+    def _reload_if_changed(self) -> None:
+        """Re-read the policy file when it changed, and forget every decision.
+
+        The file's modification time and size are compared here: oslo.policy's
+        own check walks every registered rule on each call.
+        """
+        state = _file_state(self._policy_file)
+        if state == self._file_seen:
+            return
+        self._enforcer.load_rules()
+        self._file_seen = state
+        self._decisions.clear()
+        self._rules_are_pure = _pure(self._enforcer.rules)
+
+
+def _file_state(path: Path | None) -> tuple[int, int] | None:
+    if path is None:
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_mtime_ns, found.st_size
+
+
+# The checks whose verdict depends on nothing but the credentials and target.
+_PURE_CHECKS = (
+    _checks.TrueCheck,
+    _checks.FalseCheck,
+    _checks.NotCheck,
+    _checks.AndCheck,
+    _checks.OrCheck,
+    _checks.RuleCheck,
+    _checks.RoleCheck,
+    _checks.GenericCheck,
+)
+
+
+def _pure(rules: Mapping[str, _checks.BaseCheck]) -> bool:
+    """Every rule's check tree holds only ``_PURE_CHECKS``."""
+    pending: list[_checks.BaseCheck] = list(rules.values())
+    while pending:
+        check = pending.pop()
+        if type(check) not in _PURE_CHECKS:
+            return False
+        pending.extend(getattr(check, "rules", ()))
+        if isinstance(check, _checks.NotCheck):
+            pending.append(check.rule)
+    return True
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ write lock up front.
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from placement_api.settings import Settings
 
 WRITE_OPTION = "placement_write"
+# A pooled connection idle this long is pinged before use (see _ping_on_checkout).
+PING_AFTER_IDLE = 1.0
+_CHECKED_IN_AT = "placement_checked_in_at"
 # A client-side wait a little past the server's statement_timeout, so that
 # PostgreSQL cancels a slow statement itself (the connection stays usable)
 # and the client gives up only on a server that does not answer at all.
@@ -118,17 +122,36 @@ def engine_for(settings: Settings) -> AsyncEngine:
 
 
 def _ping_on_checkout(engine: AsyncEngine, timeout: float) -> None:
-    """Try each pooled connection with one round trip before it is used, and
-    replace it when the server has gone (a restart, a failover): the pool
-    discards a connection whose checkout raises ``DisconnectionError`` and
-    takes another. (SQLAlchemy's own pre-ping wraps its ping in BEGIN and
-    ROLLBACK, for pgbouncer: three round trips on every request.) A server
-    that does not answer within ``timeout`` counts as gone."""
+    """Make sure a pooled connection still works before a request uses it,
+    and replace it when the server has gone (a restart, a failover): the
+    pool discards a connection whose checkout raises ``DisconnectionError``
+    and takes another.
+
+    A connection the server closed is known closed without asking: asyncpg
+    marks it as soon as the event loop reads the end of its socket. Only a
+    connection left idle for ``PING_AFTER_IDLE`` seconds, long enough for a
+    firewall or a frozen server to have lost it silently, is tried with one
+    round trip (answered within ``timeout``, else it counts as gone).
+    SQLAlchemy's own pre-ping wraps its ping in BEGIN and ROLLBACK, for
+    pgbouncer: three round trips on every request; pinging every checkout
+    cost a busy API a third of the CPU of a read.
+    """
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            record.info[_CHECKED_IN_AT] = time.monotonic()
 
     @event.listens_for(engine.sync_engine, "checkout")
-    def _ping(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    def _ping(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        driver = dbapi_connection.driver_connection
+        if driver.is_closed():
+            raise DisconnectionError("connection closed by the server")
+        idle = time.monotonic() - record.info.get(_CHECKED_IN_AT, -PING_AFTER_IDLE)
+        if idle < PING_AFTER_IDLE:
+            return
         try:
-            await_(dbapi_connection.driver_connection.fetchrow(";", timeout=timeout))
+            await_(driver.fetchrow(";", timeout=timeout))
         except Exception as exc:
             raise DisconnectionError(f"connection lost: {exc}") from exc
 

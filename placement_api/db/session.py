@@ -57,7 +57,10 @@ def _turn_for(factory: SessionFactory, write: bool) -> AbstractAsyncContextManag
 async def unit_of_work(factory: SessionFactory, *, write: bool) -> AsyncIterator[AsyncSession]:
     started = time.perf_counter()
     async with _turn_for(factory, write), factory() as session:
-        await session.connection(execution_options={WRITE_OPTION: write})
+        options: dict[str, object] = {WRITE_OPTION: write}
+        if not write and factory.kw["bind"].dialect.name == "postgresql":
+            options["isolation_level"] = "AUTOCOMMIT"
+        await session.connection(execution_options=options)
         CONNECTION_WAIT_SECONDS.observe(time.perf_counter() - started)
         try:
             yield session

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import (
@@ -20,6 +20,7 @@ from placement_api.db.models import (
     ResourceProvider,
     User,
 )
+from placement_api.db.prepared import Prepared
 from placement_api.rendering import newest
 
 
@@ -60,45 +61,49 @@ class ProviderAllocations:
     last_modified: datetime | None = None
 
 
+_FOR_CONSUMER = Prepared(
+    select(
+        Consumer.generation,
+        Project.external_id,
+        User.external_id,
+        ConsumerType.name,
+        ResourceProvider.uuid,
+        ResourceProvider.generation,
+        ResourceClass.name,
+        Allocation.used,
+        Allocation.created_at,
+        Allocation.updated_at,
+    )
+    .join(Consumer, Consumer.id == Allocation.consumer_id)
+    .join(Project, Project.id == Consumer.project_id)
+    .join(User, User.id == Consumer.user_id)
+    .outerjoin(ConsumerType, ConsumerType.id == Consumer.consumer_type_id)
+    .join(ResourceProvider, ResourceProvider.id == Allocation.resource_provider_id)
+    .join(ResourceClass, ResourceClass.id == Allocation.resource_class_id)
+    .where(Consumer.uuid == bindparam("consumer_uuid"))
+    .order_by(ResourceProvider.id, ResourceClass.id)
+)
+
+
 async def for_consumer(session: AsyncSession, consumer_uuid: str) -> ConsumerAllocations | None:
     """The consumer's allocations, or None when it holds nothing."""
-    query = (
-        select(
-            Consumer.generation.label("consumer_generation"),
-            Project.external_id.label("project_id"),
-            User.external_id.label("user_id"),
-            ConsumerType.name.label("consumer_type"),
-            ResourceProvider.uuid.label("provider_uuid"),
-            ResourceProvider.generation.label("provider_generation"),
-            ResourceClass.name.label("resource_class"),
-            Allocation.used,
-            Allocation.created_at,
-            Allocation.updated_at,
-        )
-        .join(Consumer, Consumer.id == Allocation.consumer_id)
-        .join(Project, Project.id == Consumer.project_id)
-        .join(User, User.id == Consumer.user_id)
-        .outerjoin(ConsumerType, ConsumerType.id == Consumer.consumer_type_id)
-        .join(ResourceProvider, ResourceProvider.id == Allocation.resource_provider_id)
-        .join(ResourceClass, ResourceClass.id == Allocation.resource_class_id)
-        .where(Consumer.uuid == consumer_uuid)
-        .order_by(ResourceProvider.id, ResourceClass.id)
+    rows = await _FOR_CONSUMER.rows(session, consumer_uuid=consumer_uuid)
+    if not rows:
+        return None
+    generation, project_id, user_id, consumer_type = rows[0][:4]
+    result = ConsumerAllocations(
+        uuid=consumer_uuid,
+        project_id=project_id,
+        user_id=user_id,
+        generation=generation,
+        consumer_type=consumer_type,
     )
-    result: ConsumerAllocations | None = None
-    for row in await session.execute(query):
-        if result is None:
-            result = ConsumerAllocations(
-                uuid=consumer_uuid,
-                project_id=row.project_id,
-                user_id=row.user_id,
-                generation=row.consumer_generation,
-                consumer_type=row.consumer_type,
-            )
-        share = result.providers.setdefault(
-            row.provider_uuid, ProviderShare(row.provider_generation)
-        )
-        share.resources[row.resource_class] = row.used
-        result.last_modified = newest(result.last_modified, row.created_at, row.updated_at)
+    for *_, provider_uuid, provider_generation, resource_class, used, created, updated in rows:
+        share = result.providers.get(provider_uuid)
+        if share is None:
+            share = result.providers[provider_uuid] = ProviderShare(provider_generation)
+        share.resources[resource_class] = used
+        result.last_modified = newest(result.last_modified, created, updated)
     return result
 
 

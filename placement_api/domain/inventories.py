@@ -16,11 +16,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
-from placement_api.db.models import Inventory, ResourceClass
+from placement_api.db.models import Inventory, ResourceClass, ResourceProvider
+from placement_api.db.prepared import Prepared
 from placement_api.domain import changes, providers, resource_classes
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, fits
 from placement_api.domain.generations import bump_provider_generation, now
@@ -87,9 +88,42 @@ async def _load(
     return records
 
 
+# A provider's generation and inventories in one statement: one row per
+# inventory, or a single row of NULL inventory columns when it has none.
+_READ = Prepared(
+    select(
+        ResourceProvider.generation,
+        ResourceClass.name,
+        Inventory.id,
+        Inventory.used,
+        Inventory.created_at,
+        Inventory.updated_at,
+        *LIMIT_COLUMNS,
+    )
+    .select_from(ResourceProvider)
+    .outerjoin(Inventory, Inventory.resource_provider_id == ResourceProvider.id)
+    .outerjoin(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
+    .where(ResourceProvider.uuid == bindparam("uuid"))
+    .order_by(ResourceClass.id)
+)
+
+
 async def read(session: AsyncSession, uuid: str) -> ProviderInventory:
-    provider = await providers.get(session, uuid)
-    return ProviderInventory(provider.generation, await _load(session, provider.id))
+    rows = await _READ.rows(session, uuid=uuid)
+    if not rows:
+        raise providers.not_found(uuid)
+    records = {}
+    for generation, name, id, used, created_at, updated_at, *limits in rows:
+        if name is not None:
+            records[name] = InventoryRecord(
+                id=id,
+                resource_class=name,
+                limits=InventoryLimits(*limits),
+                used=used,
+                created_at=created_at,
+                updated_at=updated_at,
+            )
+    return ProviderInventory(rows[0][0], records)
 
 
 async def read_one(

@@ -67,10 +67,14 @@ async def find(session: AsyncSession, uuid: str) -> ProviderRecord | None:
     return _record(row) if row else None
 
 
+def not_found(uuid: str, suffix: str = "") -> errors.NotFound:
+    return errors.NotFound(f"No resource provider with uuid {uuid} found{suffix}")
+
+
 async def get(session: AsyncSession, uuid: str, *, suffix: str = "") -> ProviderRecord:
     found = await find(session, uuid)
     if found is None:
-        raise errors.NotFound(f"No resource provider with uuid {uuid} found{suffix}")
+        raise not_found(uuid, suffix)
     return found
 
 

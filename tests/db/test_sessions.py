@@ -1,9 +1,11 @@
 """The unit of work on PostgreSQL: statements sent to the driver directly run
-in the request's transaction, and a pooled connection the server dropped is
+in a write's transaction, a read runs each statement on its own (no BEGIN
+and COMMIT round trips), and a pooled connection the server dropped is
 replaced before a request uses it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -30,7 +32,7 @@ async def engine(database_url: str, backend: str) -> AsyncIterator[AsyncEngine]:
 async def test_direct_statements_share_the_unit_of_work_transaction(engine: AsyncEngine) -> None:
     factory = make_session_factory(engine)
     current = select(func.txid_current())
-    async with unit_of_work(factory, write=False) as session:
+    async with unit_of_work(factory, write=True) as session:
         ((first,),) = await fetch_all(session, current)
         # Another statement, so that the driver prepares and sends it anew.
         ((second,),) = await fetch_all(session, select(func.txid_current() + 0))
@@ -38,13 +40,27 @@ async def test_direct_statements_share_the_unit_of_work_transaction(engine: Asyn
         assert raw.driver_connection is not None
         assert raw.driver_connection.is_in_transaction()
     assert first == second
-    async with unit_of_work(factory, write=False) as session:
+    async with unit_of_work(factory, write=True) as session:
         ((later,),) = await fetch_all(session, current)
         driver = (await (await session.connection()).get_raw_connection()).driver_connection
     assert later != first
     # Committed, and handed back to the pool outside any transaction.
     assert driver is not None
     assert not driver.is_in_transaction()
+
+
+async def test_a_read_sends_no_begin_or_commit(engine: AsyncEngine) -> None:
+    """At READ COMMITTED each statement sees its own snapshot inside a
+    transaction too, so a read gives up nothing by running without one."""
+    factory = make_session_factory(engine)
+    current = select(func.txid_current())
+    async with unit_of_work(factory, write=False) as session:
+        ((first,),) = await fetch_all(session, current)
+        ((second,),) = (await session.execute(select(func.txid_current() + 0))).all()
+        driver = (await (await session.connection()).get_raw_connection()).driver_connection
+        assert driver is not None
+        assert not driver.is_in_transaction()
+    assert first != second
 
 
 async def test_a_connection_the_server_dropped_is_replaced(
@@ -54,11 +70,17 @@ async def test_a_connection_the_server_dropped_is_replaced(
     backend_pid = select(func.pg_backend_pid())
     async with unit_of_work(factory, write=False) as session:
         ((dropped,),) = await fetch_all(session, backend_pid)
+        driver = (await (await session.connection()).get_raw_connection()).driver_connection
+    assert driver is not None
     admin = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
         assert await admin.fetchval("SELECT pg_terminate_backend($1)", dropped)
     finally:
         await admin.close()
+    # Noticed without a round trip, once the event loop reads the closed socket.
+    async with asyncio.timeout(10):
+        while not driver.is_closed():
+            await asyncio.sleep(0.01)
     async with unit_of_work(factory, write=False) as session:
         ((replacement,),) = await fetch_all(session, backend_pid)
     assert replacement != dropped

@@ -332,6 +332,29 @@ def test_policy_file_changes_are_picked_up_without_restart(tmp_path: Path) -> No
     assert allowed(policy, trait.SHOW, caller("no_role"))
 
 
+def test_a_remembered_decision_is_forgotten_when_the_policy_file_changes(
+    tmp_path: Path,
+) -> None:
+    path = write_policy_file(tmp_path, "policy.yaml", {trait.SHOW: "@"})
+    policy = Policy(policy_file=path, enforce_new_defaults=True)
+    asker = caller("no_role")
+    assert allowed(policy, trait.SHOW, asker)
+    assert allowed(policy, trait.SHOW, asker)
+    write_policy_file(tmp_path, "policy.yaml", {trait.SHOW: "!"})
+    later = path.stat().st_mtime + 10
+    os.utime(path, (later, later))
+    assert not allowed(policy, trait.SHOW, asker)
+
+
+def test_decisions_depend_on_the_caller_not_on_the_request(tmp_path: Path) -> None:
+    path = write_policy_file(tmp_path, "policy.yaml", {trait.SHOW: "role:reader"})
+    policy = Policy(policy_file=path, enforce_new_defaults=True)
+    reader = caller("project_reader")
+    assert allowed(policy, trait.SHOW, reader)
+    assert not allowed(policy, trait.SHOW, caller("no_role"))
+    assert allowed(policy, trait.SHOW, reader)
+
+
 def test_relative_policy_file_is_resolved_against_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oslo_config import cfg
-from oslo_policy import policy as oslo_policy
 from oslo_policy import _checks
+from oslo_policy import policy as oslo_policy
 
 from placement_api import errors, policies
 from placement_api.auth import RequestContext

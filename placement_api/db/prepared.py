@@ -26,7 +26,7 @@ class Prepared:
     built at import with its statement and lives as long as the process.
     """
 
-    def __init__(self, statement: Select[Any]) -> None:
+    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
         self.statement = statement
         self._compiled: dict[str, tuple[str, tuple[str, ...]]] = {}
 
@@ -35,7 +35,8 @@ class Prepared:
         connection = await session.connection()
         dialect = connection.dialect
         if dialect.name != "postgresql":
-            return (await connection.execute(self.statement, values)).all()
+            rows: Sequence[Sequence[Any]] = (await connection.execute(self.statement, values)).all()
+            return rows
         compiled = self._compiled.get(dialect.name)
         if compiled is None:
             sql = self.statement.compile(dialect=dialect)

@@ -113,7 +113,7 @@ async def read(session: AsyncSession, uuid: str) -> ProviderInventory:
     if not rows:
         raise providers.not_found(uuid)
     records = {}
-    for generation, name, id, used, created_at, updated_at, *limits in rows:
+    for _generation, name, id, used, created_at, updated_at, *limits in rows:
         if name is not None:
             records[name] = InventoryRecord(
                 id=id,

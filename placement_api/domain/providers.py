@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import uuid as uuidlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Row, Select, delete, exists, select, update
+from sqlalchemy import Select, delete, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -14,6 +16,7 @@ from sqlalchemy.orm import aliased
 from placement_api import errors
 from placement_api.db.models import Allocation, ResourceProvider
 from placement_api.domain import changes, provider_filters
+from placement_api.domain.candidates.fetching import fetch_all
 from placement_api.domain.generations import now
 from placement_api.querystring import AggregateFilter, TraitFilter
 from placement_api.rendering import newest
@@ -39,32 +42,47 @@ class ProviderRecord:
         return newest(self.created_at, self.updated_at)
 
 
-def record_query() -> Select[ResourceProvider, str | None, str]:
+RecordRow = tuple[int, str, str, int, str | None, str, datetime, datetime | None, int | None]
+
+
+def record_query() -> Select[*RecordRow]:
+    """Columns, not the ORM entity: a provider read only to be answered needs
+    no identity map, and loading one costs more than its row."""
     return (
-        select(ResourceProvider, _Parent.uuid, _Root.uuid)
+        select(
+            ResourceProvider.id,
+            ResourceProvider.uuid,
+            ResourceProvider.name,
+            ResourceProvider.generation,
+            _Parent.uuid,
+            _Root.uuid,
+            ResourceProvider.created_at,
+            ResourceProvider.updated_at,
+            ResourceProvider.root_provider_id,
+        )
         .outerjoin(_Parent, _Parent.id == ResourceProvider.parent_provider_id)
         .join(_Root, _Root.id == ResourceProvider.root_provider_id)
     )
 
 
-def _record(row: Row[ResourceProvider, str | None, str]) -> ProviderRecord:
-    provider, parent_uuid, root_uuid = row
+def _record(row: Sequence[Any]) -> ProviderRecord:
+    id, uuid, name, generation, parent_uuid, root_uuid, created_at, updated_at, root_id = row
     return ProviderRecord(
-        id=provider.id,
-        uuid=provider.uuid,
-        name=provider.name,
-        generation=provider.generation,
+        id=id,
+        uuid=uuid,
+        name=name,
+        generation=generation,
         parent_uuid=parent_uuid,
         root_uuid=root_uuid,
-        created_at=provider.created_at,
-        updated_at=provider.updated_at,
-        root_id=provider.root_provider_id or provider.id,
+        created_at=created_at,
+        updated_at=updated_at,
+        root_id=root_id or id,
     )
 
 
 async def find(session: AsyncSession, uuid: str) -> ProviderRecord | None:
-    row = (await session.execute(record_query().where(ResourceProvider.uuid == uuid))).first()
-    return _record(row) if row else None
+    rows = await fetch_all(session, record_query().where(ResourceProvider.uuid == uuid))
+    return _record(rows[0]) if rows else None
 
 
 def not_found(uuid: str, suffix: str = "") -> errors.NotFound:
@@ -78,11 +96,8 @@ async def get(session: AsyncSession, uuid: str, *, suffix: str = "") -> Provider
     return found
 
 
-async def run_query(
-    session: AsyncSession, query: Select[ResourceProvider, str | None, str]
-) -> list[ProviderRecord]:
-    rows = await session.execute(query.order_by(ResourceProvider.id))
-    return [_record(row) for row in rows]
+async def run_query(session: AsyncSession, query: Select[*RecordRow]) -> list[ProviderRecord]:
+    return [_record(row) for row in await fetch_all(session, query.order_by(ResourceProvider.id))]
 
 
 async def _name_taken(session: AsyncSession, name: str, other_than: int | None = None) -> bool:

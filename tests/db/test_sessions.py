@@ -72,15 +72,15 @@ async def test_a_connection_the_server_dropped_is_replaced(
         ((dropped,),) = await fetch_all(session, backend_pid)
         driver = (await (await session.connection()).get_raw_connection()).driver_connection
     assert driver is not None
+    closed = asyncio.Event()
+    driver.add_termination_listener(lambda _connection: closed.set())
     admin = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
         assert await admin.fetchval("SELECT pg_terminate_backend($1)", dropped)
     finally:
         await admin.close()
     # Noticed without a round trip, once the event loop reads the closed socket.
-    async with asyncio.timeout(10):
-        while not driver.is_closed():
-            await asyncio.sleep(0.01)
+    await asyncio.wait_for(closed.wait(), 10)
     async with unit_of_work(factory, write=False) as session:
         ((replacement,),) = await fetch_all(session, backend_pid)
     assert replacement != dropped

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid as uuidlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, delete, exists, select, update
+from sqlalchemy import Select, bindparam, delete, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from placement_api import errors
 from placement_api.db.models import Allocation, ResourceProvider
+from placement_api.db.prepared import Prepared
 from placement_api.domain import changes, provider_filters
 from placement_api.domain.candidates.fetching import fetch_all
 from placement_api.domain.generations import now
@@ -291,7 +293,34 @@ class ProviderQuery:
     required: TraitFilter | None = None
 
 
+def _by_scalar_filters(name: bool, uuid: bool, in_tree: bool) -> Prepared:
+    statement = record_query()
+    if name:
+        statement = statement.where(ResourceProvider.name == bindparam("name"))
+    if uuid:
+        statement = statement.where(ResourceProvider.uuid == bindparam("uuid"))
+    if in_tree:
+        tree_root = select(ResourceProvider.root_provider_id).where(
+            ResourceProvider.uuid == bindparam("in_tree")
+        )
+        statement = statement.where(ResourceProvider.root_provider_id.in_(tree_root))
+    return Prepared(statement.order_by(ResourceProvider.id))
+
+
+# The lists clients repeat (a tree, a name, a uuid, everything): one
+# statement each, built and compiled once.
+_SCALAR_LISTS = {
+    shape: _by_scalar_filters(*shape) for shape in itertools.product((False, True), repeat=3)
+}
+
+
 async def list_providers(session: AsyncSession, query: ProviderQuery) -> list[ProviderRecord]:
+    if query.member_of is None and query.required is None and not query.resources:
+        prepared = _SCALAR_LISTS[
+            query.name is not None, query.uuid is not None, query.in_tree is not None
+        ]
+        rows = await prepared.rows(session, name=query.name, uuid=query.uuid, in_tree=query.in_tree)
+        return [_record(row) for row in rows]
     statement = record_query()
     if query.name is not None:
         statement = statement.where(ResourceProvider.name == query.name)

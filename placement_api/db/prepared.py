@@ -43,15 +43,19 @@ class Prepared:
             compiled = self._compiled[dialect.name] = (sql.string, tuple(sql.positiontup or ()))
         text, names = compiled
         raw = await connection.get_raw_connection()
-        adapted = raw.dbapi_connection
-        # SQLAlchemy's asyncpg adapter sends BEGIN just before the first
-        # statement it runs itself; one sent to the driver directly opens
-        # the transaction the same way (nothing is sent in autocommit).
-        if adapted._transaction is None and not adapted.autocommit:  # type: ignore[union-attr]
-            await adapted._start_transaction()  # type: ignore[union-attr]
+        await begin_transaction(raw.dbapi_connection)
         driver = raw.driver_connection
         assert driver is not None
         records: Sequence[Sequence[Any]] = await driver.fetch(
             text, *(values[name] for name in names)
         )
         return records
+
+
+async def begin_transaction(adapted: Any) -> None:
+    """Open the session's transaction if it is not open yet. SQLAlchemy's
+    asyncpg adapter sends BEGIN just before the first statement it runs
+    itself; statements sent to the driver directly would otherwise each run
+    in a transaction of their own. In autocommit (reads) nothing is sent."""
+    if adapted._transaction is None and not adapted.autocommit:
+        await adapted._start_transaction()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httptools
 import pytest
+from oslo_policy import _checks
 from sqlalchemy import Integer, bindparam, column, select, table
 from sqlalchemy.dialects.postgresql import asyncpg as sa_asyncpg
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -30,7 +31,7 @@ from placement_api.domain.candidates.fetching import _positional_sql
 from placement_api.http_protocol import PlacementHttpProtocol
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "requirements.lock"
-RELIED_ON = ("SQLAlchemy", "asyncpg", "uvicorn", "httptools")
+RELIED_ON = ("SQLAlchemy", "asyncpg", "uvicorn", "httptools", "oslo.policy")
 
 
 def _fail(library: str, change: str, user: str) -> None:
@@ -61,7 +62,7 @@ def test_installed_versions_are_the_locked_ones(library: str) -> None:
 
 def test_sqlalchemy_asyncpg_adapter_keeps_its_transaction_state() -> None:
     adapter = sa_asyncpg.AsyncAdapt_asyncpg_connection
-    user = "fetching._begin (statements sent to asyncpg directly)"
+    user = "prepared.begin_transaction (statements sent to asyncpg directly)"
     start = getattr(adapter, "_start_transaction", None)
     if start is None or not inspect.iscoroutinefunction(start):
         _fail("SQLAlchemy", "AsyncAdapt_asyncpg_connection._start_transaction is gone", user)
@@ -71,10 +72,24 @@ def test_sqlalchemy_asyncpg_adapter_keeps_its_transaction_state() -> None:
         )
     if "self._transaction = None" not in inspect.getsource(adapter.__init__):
         _fail("SQLAlchemy", "the asyncpg adapter no longer keeps its open transaction", user)
-    # The adapter itself begins on the first statement exactly as _begin does.
+    # The adapter itself begins on the first statement exactly as begin_transaction does.
     execute = inspect.getsource(sa_asyncpg.AsyncAdapt_asyncpg_cursor._prepare_and_execute)
     if "adapt_connection._transaction is None" not in execute:
         _fail("SQLAlchemy", "the adapter no longer begins when _transaction is None", user)
+
+
+def test_oslo_policy_check_trees_are_as_the_decision_memory_walks_them() -> None:
+    user = "policy._pure (which rules' decisions may be remembered)"
+    for name in ("TrueCheck", "FalseCheck", "NotCheck", "AndCheck", "OrCheck", "RuleCheck"):
+        if not hasattr(_checks, name):
+            _fail("oslo.policy", f"oslo_policy._checks.{name} is gone", user)
+    if "self.rule = rule" not in inspect.getsource(_checks.NotCheck.__init__):
+        _fail("oslo.policy", "NotCheck no longer keeps its operand as .rule", user)
+    for combined in (_checks.AndCheck, _checks.OrCheck):
+        if "self.rules = list(rules)" not in inspect.getsource(combined.__init__):
+            _fail(
+                "oslo.policy", f"{combined.__name__} no longer keeps its operands as .rules", user
+            )
 
 
 def test_sqlalchemy_cache_keys_separate_structure_from_values() -> None:

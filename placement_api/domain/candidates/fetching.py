@@ -22,6 +22,8 @@ from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.util import LRUCache
 
+from placement_api.db.prepared import begin_transaction
+
 IdColumn = InstrumentedAttribute[int] | InstrumentedAttribute[int | None]
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -78,19 +80,10 @@ async def fetch_all(
         return (await connection.execute(statement, parameters)).all()
     sql, arguments = _positional_sql(statement, connection.dialect, parameters)
     raw = await connection.get_raw_connection()
-    await _begin(raw.dbapi_connection)
+    await begin_transaction(raw.dbapi_connection)
     driver = raw.driver_connection
     assert driver is not None
     return cast("Sequence[Row[*Ts]]", await driver.fetch(sql, *arguments))
-
-
-async def _begin(adapted: Any) -> None:
-    """Open the session's transaction if it is not open yet. SQLAlchemy's
-    asyncpg adapter sends BEGIN just before the first statement it runs
-    itself; statements sent to the driver directly would otherwise each run
-    in a transaction of their own."""
-    if adapted._transaction is None and not adapted.autocommit:
-        await adapted._start_transaction()
 
 
 def _positional_sql(

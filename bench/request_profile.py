@@ -1,8 +1,7 @@
 """Where one API request spends its CPU, in process, layer by layer.
 
     python bench/request_profile.py inventories          # CPU per request, no profiler
-    py-spy record --gil -r 1000 -f raw -o var/bench/inventories.txt -- \\
-        python bench/request_profile.py inventories --requests 3000
+    python bench/request_profile.py inventories --record var/bench/inventories.txt
     python bench/request_profile.py --stacks var/bench/inventories.txt --cpu-ms 2.0
 
 A scratch PostgreSQL database with ``--providers`` hosts, each with
@@ -13,11 +12,13 @@ request at a time, and this process's CPU per request is printed
 middleware alone), ``inventories``, ``allocations``, ``in_tree`` (the reads
 every client makes on every pass) and ``put`` (one new consumer's claim).
 
-``--stacks`` reads py-spy's raw output (``pip install py-spy``; ``--gil``
-samples only while Python runs, not while the loop waits for I/O) and
-splits the samples into the layers of ``LAYERS``: each sample goes to the
-first layer any of its frames belongs to. With ``--cpu-ms`` (the CPU per
-request printed without the profiler) the shares are given in ms.
+``--record FILE`` then samples the same requests again with py-spy
+(``pip install py-spy``; attached only once the data is made, sampling
+only while Python runs, not while the loop waits for I/O), keeps its raw
+output in FILE and splits the samples into the layers of ``LAYERS``: each
+sample goes to the first layer any of its frames belongs to, its share
+given in ms of the CPU per request measured without the profiler.
+``--stacks FILE --cpu-ms N`` splits a kept FILE again.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 import uuid
@@ -42,7 +44,7 @@ from placement_api.app import create_app
 from placement_api.settings import Settings
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("start-up (not counted)", ("_find_and_load", "lifespan", "create_app", "seed (")),
+    ("py-spy's own start (not counted)", ("_find_and_load",)),
     ("access log and metrics", ("AccessMiddleware._record", "prometheus_client")),
     ("policy", ("placement_api/policy.py",)),
     ("auth context", ("placement_api/auth.py",)),
@@ -111,7 +113,27 @@ async def measure(options: argparse.Namespace, url: str) -> None:
         fixture = await _fixture(app, options.providers)
         await _run(app, options.kind, fixture, options.requests // 4)  # warm
         cpu = await _run(app, options.kind, fixture, options.requests)
-    print(f"{options.kind}: {1000 * cpu / options.requests:.3f} ms CPU per request in process")
+        cpu_ms = 1000 * cpu / options.requests
+        print(f"{options.kind}: {cpu_ms:.3f} ms CPU per request in process")
+        if options.record is None:
+            return
+        sampler = [
+            "py-spy",
+            "record",
+            "--gil",
+            "-r",
+            "1000",
+            "-f",
+            "raw",
+            "-o",
+            str(options.record),
+        ]
+        recording = await asyncio.create_subprocess_exec(*sampler, "--pid", str(os.getpid()))
+        await asyncio.sleep(1)  # py-spy attached
+        await _run(app, options.kind, fixture, options.requests)
+        recording.send_signal(signal.SIGINT)
+        await recording.wait()
+    layers(options.record, cpu_ms)
 
 
 def layers(stacks: Path, cpu_ms: float | None) -> None:
@@ -136,6 +158,7 @@ def main() -> None:
     )
     parser.add_argument("--providers", type=int, default=50)
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--record", type=Path, help="sample with py-spy, keep its output here")
     parser.add_argument("--stacks", type=Path, help="py-spy raw output to split into layers")
     parser.add_argument("--cpu-ms", type=float, help="CPU per request, to show shares in ms")
     parser.add_argument(

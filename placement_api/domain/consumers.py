@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, literal, select, union_all, update
+from sqlalchemy import Table, bindparam, delete, literal_column, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
@@ -101,23 +101,36 @@ _OWNER_TABLES: dict[str, tuple[Any, InstrumentedAttribute[str]]] = {
     "project": (Project, Project.external_id),
     "user": (User, User.external_id),
 }
+# Built once: every claim looks its owners up (see ``claim_sql.py`` for why).
+_FIND_OWNERS = union_all(
+    *(
+        select(literal_column(f"'{kind}'").label("kind"), column.label("name"), model.id).where(
+            column.in_(bindparam(kind, expanding=True))
+        )
+        for kind, (model, column) in _OWNER_TABLES.items()
+    )
+)
+_LOCK_ROW = (
+    select(Consumer.id, Consumer.generation)
+    .where(Consumer.uuid == bindparam("uuid"))
+    .with_for_update()
+)
+_consumers = cast(Table, Consumer.__table__)
+_INSERT_ABSENT = {
+    name: insert(_consumers)
+    .on_conflict_do_nothing(index_elements=["uuid"])
+    .returning(_consumers.c.uuid, _consumers.c.id)
+    for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
+}
 
 
 async def _find_owners(
     session: AsyncSession, wanted: dict[str, set[str]]
 ) -> dict[str, dict[str, int]]:
     """Ids by name of each kind's named rows, in one statement for all kinds."""
-    parts = [
-        select(literal(kind).label("kind"), column.label("name"), model.id).where(
-            column.in_(sorted(wanted[kind]))
-        )
-        for kind, (model, column) in _OWNER_TABLES.items()
-        if wanted[kind]
-    ]
     found: dict[str, dict[str, int]] = {kind: {} for kind in _OWNER_TABLES}
-    if not parts:
-        return found
-    for kind, name, row_id in await session.execute(union_all(*parts)):
+    params = {kind: sorted(names) for kind, names in wanted.items()}
+    for kind, name, row_id in await session.execute(_FIND_OWNERS, params):
         found[kind][name] = row_id
     return found
 
@@ -154,8 +167,7 @@ def _check_generation(claim: ConsumerClaim, current: int | None) -> None:
 
 
 async def _lock_row(session: AsyncSession, uuid: str) -> tuple[int, int] | None:
-    query = select(Consumer.id, Consumer.generation).where(Consumer.uuid == uuid).with_for_update()
-    row = (await session.execute(query)).first()
+    row = (await session.execute(_LOCK_ROW, {"uuid": uuid})).first()
     return (row.id, row.generation) if row else None
 
 
@@ -176,14 +188,10 @@ async def _insert_absent(
 ) -> dict[str, int]:
     """Insert the claims' consumers in one statement, in the order given; the
     ids of those inserted by uuid (a consumer that exists already is not)."""
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = (
-        dialect.insert(Consumer)
-        .values([_new_row(claim, owners) for claim in claims])
-        .on_conflict_do_nothing(index_elements=["uuid"])
-        .returning(Consumer.uuid, Consumer.id)
-    )
-    return {uuid: ident for uuid, ident in await session.execute(statement)}
+    statement = _INSERT_ABSENT[session.get_bind().dialect.name]
+    rows = [_new_row(claim, owners) for claim in claims]
+    # Several rows: one INSERT of them all (SQLAlchemy's "insertmanyvalues").
+    return {uuid: ident for uuid, ident in await session.execute(statement, rows)}
 
 
 async def _insert_if_absent(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -20,12 +19,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api import deps
 from placement_api.domain import changes, claims, consumers
 from placement_api.routers import allocations as router
+from placement_api.schemas import write_limits
 
 # phase -> (owner, attribute): module functions the handler reaches by name.
 PHASES: dict[str, tuple[Any, str]] = {
     "authorize (policy)": (deps.ApiRequest, "authorize"),
     "read the body (JSON)": (deps.ApiRequest, "body"),
-    "write limits": (router.write_limits, "check_consumer_allocations"),
+    "write limits": (write_limits, "check_consumer_allocations"),
     "validate (jsonschema + pydantic)": (router, "load_body"),
     "to the domain's claim": (router, "to_claim"),
     "begin: pool checkout, ping, BEGIN": (AsyncSession, "connection"),
@@ -40,7 +40,7 @@ PHASES: dict[str, tuple[Any, str]] = {
 }
 
 
-def _wrapped(function: Callable[..., Any], name: str, spent: Counter[str]) -> Callable[..., Any]:
+def _wrapped(function: Callable[..., Any], name: str, spent: dict[str, float]) -> Callable[..., Any]:
     depth = [0]  # a phase inside itself (a nested call) counts once
 
     if inspect.iscoroutinefunction(function):
@@ -54,7 +54,7 @@ def _wrapped(function: Callable[..., Any], name: str, spent: Counter[str]) -> Ca
             finally:
                 depth[0] -= 1
                 if not depth[0]:
-                    spent[name] += time.process_time() - began
+                    spent[name] = spent.get(name, 0.0) + time.process_time() - began
 
         return timed_async
 
@@ -67,13 +67,13 @@ def _wrapped(function: Callable[..., Any], name: str, spent: Counter[str]) -> Ca
         finally:
             depth[0] -= 1
             if not depth[0]:
-                spent[name] += time.process_time() - began
+                spent[name] = spent.get(name, 0.0) + time.process_time() - began
 
     return timed
 
 
 @contextmanager
-def timed_phases(spent: Counter[str]) -> Iterator[None]:
+def timed_phases(spent: dict[str, float]) -> Iterator[None]:
     with ExitStack() as undo:
         for name, (owner, attribute) in PHASES.items():
             original = getattr(owner, attribute)
@@ -82,7 +82,7 @@ def timed_phases(spent: Counter[str]) -> Iterator[None]:
         yield
 
 
-def report(spent: Counter[str], total: float, claims_count: int) -> str:
+def report(spent: dict[str, float], total: float, claims_count: int) -> str:
     """Milliseconds per claim by phase; the commit's and the write's shares
     exclude what the phases nested in them took."""
     per = {name: 1000 * seconds / claims_count for name, seconds in spent.items()}

@@ -40,7 +40,9 @@ PHASES: dict[str, tuple[Any, str]] = {
 }
 
 
-def _wrapped(function: Callable[..., Any], name: str, spent: dict[str, float]) -> Callable[..., Any]:
+def _wrapped(
+    function: Callable[..., Any], name: str, spent: dict[str, float]
+) -> Callable[..., Any]:
     depth = [0]  # a phase inside itself (a nested call) counts once
 
     if inspect.iscoroutinefunction(function):

@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import Allocation, Inventory, ResourceClass, ResourceProvider
 from placement_api.domain.capacity import InventoryLimits
+from placement_api.domain.consumers import OWNER_LOOKUPS
 
 # (provider id, resource class id)
 Slot = tuple[int, int]
@@ -44,13 +45,16 @@ _allocations = cast(Table, Allocation.__table__)
 _providers = cast(Table, ResourceProvider.__table__)
 _classes = cast(Table, ResourceClass.__table__)
 
+# (kind, name, id): the classes and providers a write names, and the
+# consumers' owners (``consumers.OWNER_LOOKUPS``), in one round trip.
 NAMES = union_all(
-    select(literal_column("1").label("is_class"), _classes.c.name, _classes.c.id).where(
+    select(literal_column("'class'").label("kind"), _classes.c.name, _classes.c.id).where(
         _classes.c.name.in_(bindparam("names", expanding=True))
     ),
-    select(literal_column("0"), _providers.c.uuid, _providers.c.id).where(
+    select(literal_column("'provider'"), _providers.c.uuid, _providers.c.id).where(
         _providers.c.uuid.in_(bindparam("uuids", expanding=True))
     ),
+    *OWNER_LOOKUPS,
 )
 
 HELD = select(

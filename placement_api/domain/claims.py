@@ -37,7 +37,7 @@ from placement_api.domain import claim_sql
 from placement_api.domain import consumers as consumer_rows
 from placement_api.domain.capacity import fits, unit_violation
 from placement_api.domain.claim_sql import InventorySlot, Slot
-from placement_api.domain.consumers import ConsumerClaim, ConsumerSet
+from placement_api.domain.consumers import ConsumerClaim, ConsumerSet, Owners
 from placement_api.domain.generations import now
 
 __all__ = ["ClaimPlan", "Slot", "lock_providers", "prepare", "replace_allocations", "write"]
@@ -106,27 +106,30 @@ def _conflict(detail: str) -> errors.Conflict:
 
 async def _resolve_names(
     session: AsyncSession, claims: Sequence[ConsumerClaim], failure: str
-) -> tuple[dict[str, int], dict[str, int]]:
-    """Ids of the classes and providers the claims name, in one statement.
+) -> tuple[dict[str, int], dict[str, int], Owners]:
+    """Ids of the classes and providers the claims name, and of the consumers'
+    owners (``consumers.wanted_owners``), in one statement.
 
     Unknown classes are reported before missing providers.
     """
     names = {name for claim in claims for amounts in claim.allocations.values() for name in amounts}
     uuids = {uuid for claim in claims for uuid in claim.allocations}
-    if not uuids:
-        return {}, {}
-    class_ids: dict[str, int] = {}
-    provider_ids: dict[str, int] = {}
-    found = await session.execute(claim_sql.NAMES, {"names": sorted(names), "uuids": sorted(uuids)})
-    for is_class, key, row_id in found:
-        (class_ids if is_class else provider_ids)[key] = row_id
+    owners = consumer_rows.wanted_owners(claims)
+    found: Owners = {kind: {} for kind in ("class", "provider", *owners)}
+    if not uuids:  # nothing to allocate, so no owner either
+        return {}, {}, {kind: {} for kind in owners}
+    params = {kind: sorted(wanted) for kind, wanted in owners.items()}
+    params |= {"names": sorted(names), "uuids": sorted(uuids)}
+    for kind, key, row_id in await session.execute(claim_sql.NAMES, params):
+        found[kind][key] = row_id
+    class_ids, provider_ids = found.pop("class"), found.pop("provider")
     unknown = sorted(names - class_ids.keys())
     if unknown:
         raise errors.BadRequest(f"{failure}: No such resource class {unknown[0]}.")
     for uuid in sorted(uuids):
         if uuid not in provider_ids:
             raise _missing_provider(uuid)
-    return class_ids, provider_ids
+    return class_ids, provider_ids, found
 
 
 async def _held_rows(session: AsyncSession, consumer_ids: list[int]) -> list[Row]:
@@ -152,8 +155,8 @@ async def prepare(
     ``failure`` starts the message of an unknown-class error.
     """
     _refuse_repeated_consumers(claims)
-    class_ids, provider_ids = await _resolve_names(session, claims, failure)
-    consumers = await consumer_rows.lock(session, claims)
+    class_ids, provider_ids, owners = await _resolve_names(session, claims, failure)
+    consumers = await consumer_rows.lock(session, claims, owners)
     # Consumers this transaction created cannot hold anything yet.
     held = [] if consumers.all_created() else await _held_rows(session, consumers.ids())
     return ClaimPlan(claims, consumers, provider_ids, class_ids, held)

@@ -102,14 +102,16 @@ _OWNER_TABLES: dict[str, tuple[Any, InstrumentedAttribute[str]]] = {
     "user": (User, User.external_id),
 }
 # Built once: every claim looks its owners up (see ``claim_sql.py`` for why).
-_FIND_OWNERS = union_all(
-    *(
-        select(literal_column(f"'{kind}'").label("kind"), column.label("name"), model.id).where(
-            column.in_(bindparam(kind, expanding=True))
-        )
-        for kind, (model, column) in _OWNER_TABLES.items()
+# (kind, name, id) of the named owners of each kind; the claim's own look-up
+# of names includes these.
+OWNER_LOOKUPS = [
+    select(literal_column(f"'{kind}'").label("kind"), column.label("name"), model.id).where(
+        column.in_(bindparam(kind, expanding=True))
     )
-)
+    for kind, (model, column) in _OWNER_TABLES.items()
+]
+_FIND_OWNERS = union_all(*OWNER_LOOKUPS)
+Owners = dict[str, dict[str, int]]  # kind -> name -> id
 _LOCK_ROW = (
     select(Consumer.id, Consumer.generation)
     .where(Consumer.uuid == bindparam("uuid"))
@@ -124,26 +126,33 @@ _INSERT_ABSENT = {
 }
 
 
-async def _find_owners(
-    session: AsyncSession, wanted: dict[str, set[str]]
-) -> dict[str, dict[str, int]]:
+async def _find_owners(session: AsyncSession, wanted: dict[str, set[str]]) -> Owners:
     """Ids by name of each kind's named rows, in one statement for all kinds."""
-    found: dict[str, dict[str, int]] = {kind: {} for kind in _OWNER_TABLES}
+    found: Owners = {kind: {} for kind in _OWNER_TABLES}
     params = {kind: sorted(names) for kind, names in wanted.items()}
     for kind, name, row_id in await session.execute(_FIND_OWNERS, params):
         found[kind][name] = row_id
     return found
 
 
-async def _owner_ids(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> ConsumerSet:
-    """Ids of the types, projects and users the claims name, inserting missing ones (race-safe)."""
+def wanted_owners(claims: Sequence[ConsumerClaim]) -> dict[str, set[str]]:
+    """The types, projects and users the claims name, by kind."""
     writing = [claim for claim in claims if claim.allocations]
-    wanted = {
+    return {
         "type": {claim.consumer_type for claim in writing if claim.consumer_type},
         "project": {claim.project_id or INCOMPLETE_PROJECT_ID for claim in writing},
         "user": {claim.user_id or INCOMPLETE_USER_ID for claim in writing},
     }
-    found = await _find_owners(session, wanted)
+
+
+async def _owner_ids(
+    session: AsyncSession, claims: Sequence[ConsumerClaim], found: Owners | None
+) -> ConsumerSet:
+    """Ids of the types, projects and users the claims name, inserting missing
+    ones (race-safe). ``found``: what a look-up of ``wanted_owners`` found already."""
+    wanted = wanted_owners(claims)
+    if found is None:
+        found = await _find_owners(session, wanted)
     missing = {kind: names - found[kind].keys() for kind, names in wanted.items()}
     if any(missing.values()):
         for kind, (model, column) in _OWNER_TABLES.items():
@@ -248,13 +257,16 @@ async def _create_all(
         consumers.by_uuid[claim.uuid] = LockedConsumer(claim.uuid, id=ident, created=True)
 
 
-async def lock(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> ConsumerSet:
+async def lock(
+    session: AsyncSession, claims: Sequence[ConsumerClaim], owners: Owners | None = None
+) -> ConsumerSet:
     """Lock (or create) every claimed consumer and check the generations given.
 
     A consumer that holds nothing and is given nothing is left absent. A new
-    consumer is inserted at generation 1, already settled.
+    consumer is inserted at generation 1, already settled. ``owners``: the
+    ids of ``wanted_owners(claims)`` when the caller looked them up.
     """
-    consumers = await _owner_ids(session, claims)
+    consumers = await _owner_ids(session, claims, owners)
     ordered = sorted(claims, key=lambda c: c.uuid)
     if len(ordered) > 1 and all(_expects_new(claim) for claim in ordered):
         # A scheduler's batch of claims: one statement instead of one per consumer.

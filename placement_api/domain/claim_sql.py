@@ -14,7 +14,7 @@ read before it is needed, and a refused slot is simply not returned.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -40,6 +40,10 @@ from placement_api.domain.consumers import OWNER_LOOKUPS
 
 # (provider id, resource class id)
 Slot = tuple[int, int]
+# (consumer id, provider id, resource class id, amount)
+AllocationRow = tuple[int, int, int, int]
+_ROW_COLUMNS = ("consumer_id", "resource_provider_id", "resource_class_id", "used")
+_ROW_ARRAYS = ("row_consumers", "row_providers", "row_classes", "row_used")
 
 _allocations = cast(Table, Allocation.__table__)
 _providers = cast(Table, ResourceProvider.__table__)
@@ -94,8 +98,15 @@ _FITS = (
     "<= (inventories.total - inventories.reserved) * inventories.allocation_ratio)"
 )
 _USAGE_UPDATE = {
+    # The new allocation rows go in with the usage, in the same round trip.
     "postgresql": text(
         f"""
+        WITH inserted AS (
+            INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+            SELECT * FROM unnest(CAST(:row_consumers AS integer[]),
+                                 CAST(:row_providers AS integer[]),
+                                 CAST(:row_classes AS integer[]), CAST(:row_used AS bigint[]))
+        )
         UPDATE inventories SET used = inventories.used + d.change
         FROM unnest(CAST(:providers AS integer[]), CAST(:classes AS integer[]),
                     CAST(:changes AS bigint[])) AS d(rp, rc, change)
@@ -107,6 +118,10 @@ _USAGE_UPDATE = {
         bindparam("providers", type_=ARRAY(Integer)),
         bindparam("classes", type_=ARRAY(Integer)),
         bindparam("changes", type_=ARRAY(BigInteger)),
+        bindparam("row_consumers", type_=ARRAY(Integer)),
+        bindparam("row_providers", type_=ARRAY(Integer)),
+        bindparam("row_classes", type_=ARRAY(Integer)),
+        bindparam("row_used", type_=ARRAY(BigInteger)),
     ),
     "sqlite": text(
         f"""
@@ -147,12 +162,14 @@ def _slots(rows: object) -> dict[Slot, InventorySlot]:
     }
 
 
-async def apply_usage(
-    session: AsyncSession, changes: Mapping[Slot, int]
+async def apply(
+    session: AsyncSession, changes: Mapping[Slot, int], rows: Sequence[AllocationRow]
 ) -> dict[Slot, InventorySlot]:
-    """Add each change to its inventory's usage where it fits (a change that
-    does not grow usage always does); the slots changed, as they are after.
-    A slot missing from the answer had no inventory or no room: nothing of it changed."""
+    """Insert the allocation ``rows``, and add each change to its inventory's
+    usage where it fits (a change that does not grow usage always does); the
+    slots changed, as they are after. A slot missing from the answer had no
+    inventory or no room: nothing of it changed, and the caller must refuse
+    the write (rolling the rows back)."""
     if not changes:
         return {}
     dialect = session.get_bind().dialect.name
@@ -161,10 +178,16 @@ async def apply_usage(
             "providers": [slot[0] for slot in changes],
             "classes": [slot[1] for slot in changes],
             "changes": list(changes.values()),
+            **{name: [row[index] for row in rows] for index, name in enumerate(_ROW_ARRAYS)},
         }
-    else:
-        params = {"slots": json.dumps([[*slot, change] for slot, change in changes.items()])}
-    return _slots(await session.execute(_USAGE_UPDATE[dialect], params))
+        return _slots(await session.execute(_USAGE_UPDATE[dialect], params))
+    params = {"slots": json.dumps([[*slot, change] for slot, change in changes.items()])}
+    applied = _slots(await session.execute(_USAGE_UPDATE[dialect], params))
+    if rows:
+        await session.execute(
+            INSERT_ALLOCATIONS, [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows]
+        )
+    return applied
 
 
 async def inventory_slots(

@@ -3,22 +3,24 @@ PUT/DELETE /allocations/{uuid}, POST /allocations and the reshaper.
 
 One transaction, in this order:
 
-1. resolve classes and providers (400 for unknown names);
+1. resolve classes, providers and the consumers' owners in one statement
+   (400 for unknown names);
 2. lock or create the consumers and check their generations
    (``domain/consumers.py``);
 3. lock every provider the write touches — named now or held before — in
    ascending id order (``SELECT ... ORDER BY id FOR UPDATE``), and bump their
    generations. Concurrent writers to a provider queue on its row lock
    rather than fail, so there is no race for the client to retry;
-4. with the locks held, apply the net change of every (provider, class) to
-   ``inventories.used`` in one statement that also applies the capacity rule
-   of ``domain/capacity.py`` to each growing usage (``claim_sql.py``); check
-   each requested amount against min_unit/max_unit/step_size. Usage that
-   shrinks or stays is always accepted, so a provider left over capacity by
-   an operator still takes moves and releases. A refusal reads the
-   inventories to say which rule failed (the transaction is rolled back);
-5. rewrite the consumers' allocation rows and settle the consumers
-   (generation + 1, or removed when they hold nothing).
+4. with the locks held, remove the consumers' old allocation rows, then in
+   one statement (``claim_sql.py``; two on SQLite) insert the new ones and
+   apply the net change of every (provider, class) to ``inventories.used``,
+   where the capacity rule of ``domain/capacity.py`` holds for each growing
+   usage; check each requested amount against min_unit/max_unit/step_size.
+   Usage that shrinks or stays is always accepted, so a provider left over
+   capacity by an operator still takes moves and releases. A refusal reads
+   the inventories to say which rule failed, and the transaction is rolled
+   back;
+5. settle the consumers (generation + 1, or removed when they hold nothing).
 """
 
 from __future__ import annotations
@@ -231,24 +233,6 @@ def _check_capacity(
             raise namer.cannot_create(key, "exceed the capacity")
 
 
-async def _rewrite_rows(session: AsyncSession, plan: ClaimPlan, wanted: list[Row]) -> None:
-    if plan.held:
-        await session.execute(claim_sql.DELETE_HELD, {"consumer_ids": plan.consumers.ids()})
-    if wanted:
-        await session.execute(
-            claim_sql.INSERT_ALLOCATIONS,
-            [
-                {
-                    "consumer_id": row.consumer_id,
-                    "resource_provider_id": row.provider_id,
-                    "resource_class_id": row.class_id,
-                    "used": row.used,
-                }
-                for row in wanted
-            ],
-        )
-
-
 async def _refuse(
     session: AsyncSession,
     plan: ClaimPlan,
@@ -275,12 +259,14 @@ async def write(session: AsyncSession, plan: ClaimPlan) -> dict[Slot, int]:
     """
     wanted = plan.wanted()
     changes = _usage_changes(plan.held, wanted)
-    applied = await claim_sql.apply_usage(session, changes)
+    if plan.held:
+        await session.execute(claim_sql.DELETE_HELD, {"consumer_ids": plan.consumers.ids()})
+    new_rows = [(row.consumer_id, row.provider_id, row.class_id, row.used) for row in wanted]
+    applied = await claim_sql.apply(session, changes, new_rows)
     required = {row.slot for row in wanted} | {slot for slot, c in changes.items() if c > 0}
     if not required <= applied.keys():
         await _refuse(session, plan, wanted, changes, applied)
     _check_units(wanted, applied, _Namer(plan))
-    await _rewrite_rows(session, plan, wanted)
     await consumer_rows.settle(session, plan.claims, plan.consumers)
     return {slot: inventory.used for slot, inventory in applied.items()}
 

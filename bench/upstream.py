@@ -36,7 +36,7 @@ def free_port() -> int:
 
 
 def wait_until_up(base_url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited; log {log}:\n{log.read_text()[-3000:]}")
@@ -46,7 +46,7 @@ def wait_until_up(base_url: str, process: subprocess.Popen[bytes], log: Path) ->
         except httpx.HTTPError:
             pass
         time.sleep(0.3)
-    raise RuntimeError(f"server did not answer within 90 s; log {log}")
+    raise RuntimeError(f"server did not answer within 180 s; log {log}")
 
 
 @contextmanager

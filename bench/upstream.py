@@ -50,12 +50,16 @@ def wait_until_up(base_url: str, process: subprocess.Popen[bytes], log: Path) ->
 
 
 @contextmanager
-def running(command: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
+def running(
+    command: list[str], env: dict[str, str], log: Path, cwd: Path | None = None
+) -> Iterator[str]:
     """Start a server process; yield its base URL; stop it (SIGTERM, then SIGKILL)."""
     port = free_port()
     command = [part.replace("{port}", str(port)) for part in command]
     with log.open("wb") as output:
-        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, env=env, cwd=cwd, stdout=output, stderr=subprocess.STDOUT
+        )
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(base_url, process, log)

@@ -35,7 +35,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import Allocation, Inventory, ResourceClass, ResourceProvider
-from placement_api.domain.capacity import InventoryLimits
+from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits
 from placement_api.domain.consumers import OWNER_LOOKUPS
 
 # (provider id, resource class id)
@@ -135,15 +135,7 @@ _USAGE_UPDATE = {
     ),
 }
 _INVENTORY_SLOTS = select(
-    Inventory.resource_provider_id,
-    Inventory.resource_class_id,
-    Inventory.used,
-    Inventory.total,
-    Inventory.reserved,
-    Inventory.min_unit,
-    Inventory.max_unit,
-    Inventory.step_size,
-    Inventory.allocation_ratio,
+    Inventory.resource_provider_id, Inventory.resource_class_id, Inventory.used, *LIMIT_COLUMNS
 ).where(Inventory.resource_provider_id.in_(bindparam("provider_ids", expanding=True)))
 
 

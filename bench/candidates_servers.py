@@ -85,11 +85,16 @@ def prepare_ours(admin_dsn: str, database: str) -> str:
 
 
 @contextmanager
-def ours_server(url: str, log: Path, workers: int = 1) -> Iterator[str]:
+def ours_server(url: str, log: Path, workers: int = 1, tree: Path | None = None) -> Iterator[str]:
+    """``tree``: serve the code of this checkout instead (another commit, to compare):
+    run from it (``python -m`` looks in the working directory first) and with it
+    first on the path (the workers too)."""
     env = dict(os.environ, PLACEMENT_DATABASE_URL=url, PLACEMENT_AUTH_STRATEGY="noauth2")
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     command = [sys.executable, "-m", "placement_api", "serve", "--port", "{port}"]
     command += ["--workers", str(workers)]
-    with running([*command, "--log-level", "warning"], env, log) as base_url:
+    with running([*command, "--log-level", "warning"], env, log, cwd=tree) as base_url:
         yield base_url
 
 

@@ -24,6 +24,7 @@ how many times better ours is).
     python bench/claims_bench.py            # 3 turns of 4 s each per section
     python bench/claims_bench.py --quick    # 1 turn of 2 s
     python bench/claims_bench.py --no-upstream --hosts 200
+    python bench/claims_bench.py --baseline main   # and main's code beside this tree's
 
 Results: var/bench/claims-<time>.md and .json (and printed).
 """
@@ -47,6 +48,7 @@ import candidates_data as data
 import candidates_servers as servers
 
 from bench import claims_db
+from bench.change_feed_bench import baseline_tree
 from bench.claims_load import (
     FLAVOR,
     PostClaims,
@@ -236,11 +238,12 @@ def markdown(outcomes: list[Outcome], header: str) -> str:
                 f"| {' '.join(f'{s}:{n}' for s, n in sorted(tally.statuses.items()))} "
                 f"| {verified} |"
             )
-        if "upstream" in pair:
-            ours, up = pair["ours"].tally, pair["upstream"].tally
+        ours = pair["ours"].tally
+        for other in (name for name in pair if name != "ours"):
+            up = pair[other].tally
             cpu = _ratio(up.cpu_ms(up.server_cpu, claims), ours.cpu_ms(ours.server_cpu, claims))
             lines.append(
-                f"| {section} | **ours vs upstream** "
+                f"| {section} | **ours vs {other}** "
                 f"| {_ratio(ours.per_second(claims), up.per_second(claims))} "
                 f"| {_ratio(up.percentile_ms(0.5), ours.percentile_ms(0.5))} "
                 f"| {_ratio(up.percentile_ms(0.99), ours.percentile_ms(0.99))} "
@@ -264,6 +267,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--block-seconds", type=float, default=4.0)
     parser.add_argument("--quick", action="store_true", help="one turn of 2 s per section")
     parser.add_argument("--no-upstream", dest="upstream", action="store_false")
+    parser.add_argument(
+        "--baseline",
+        metavar="GIT_REF",
+        help="also serve this commit of ours (the 'baseline' server), to compare before/after",
+    )
     parser.add_argument(
         "--upstream-venv",
         type=Path,
@@ -316,6 +324,21 @@ def main() -> None:
             targets.append(
                 Target("ours", ours_url, ours_db, ours_dsn, _server_pids(ours_url), True, True)
             )
+            if options.baseline:
+                tree = stack.enter_context(baseline_tree(options.baseline))
+                base_db = f"bench_claims_baseline_{suffix}"
+                base_url = servers.prepare_ours(options.pg_url, base_db)
+                created.append(base_db)
+                base_dsn = servers.server_dsn(options.pg_url, base_db)
+                asyncio.run(data.load(base_dsn, dataset, data.OURS))
+                served = stack.enter_context(
+                    servers.ours_server(
+                        base_url, work / "baseline.log", workers=options.workers, tree=tree
+                    )
+                )
+                targets.append(
+                    Target("baseline", served, base_db, base_dsn, _server_pids(served), True, True)
+                )
             if options.upstream:
                 bin_dir = servers.ensure_upstream_venv(options.upstream_venv.resolve())
                 version = servers.upstream_version(bin_dir)
@@ -356,9 +379,10 @@ def main() -> None:
     revision = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
+    baseline = f", baseline {options.baseline}" if options.baseline else ""
     header = (
         f"PostgreSQL, {options.hosts} hosts, {options.workers} processes per server "
-        f"(ours {revision}; upstream openstack-placement {version or '-'} on uWSGI), "
+        f"(ours {revision}{baseline}; upstream openstack-placement {version or '-'} on uWSGI), "
         f"{options.rounds} turns of {options.block_seconds:g} s per section and server, "
         f"load average {os.getloadavg()[0]:.1f}."
     )

@@ -1,14 +1,15 @@
 """Where a single-consumer ``PUT /allocations/{uuid}`` spends its CPU, in process.
 
-    python bench/claims_profile.py                      # CPU per claim, then a cProfile
+    python bench/claims_profile.py                      # CPU per claim, by phase, cProfile
     python bench/claims_profile.py --claims 3000 --top 60 --save var/bench/put.prof
 
 A scratch PostgreSQL database with ``--providers`` hosts; the app is called
 as the server calls it (raw ASGI, no HTTP client in the way), one claim at a
 time (new consumer, VCPU:1 MEMORY_MB:256 DISK_GB:1 on a random host). First
 the CPU per claim of this process without the profiler (app, SQLAlchemy and
-asyncpg; PostgreSQL's own work is not in it), then the same under cProfile,
-printed by cumulative time.
+asyncpg; PostgreSQL's own work is not in it), then by phase of the request
+(``claims_phases.py``), then the same under cProfile, printed by cumulative
+time.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import candidates_servers as servers
 
 from bench.claims_load import FLAVOR
+from bench.claims_phases import report as phases_report
+from bench.claims_phases import timed_phases
 from placement_api.app import create_app
 from placement_api.settings import Settings
 
@@ -132,6 +135,10 @@ async def profile(options: argparse.Namespace, url: str) -> None:
         await claims(app, providers, options.claims // 4)  # warm: pools, caches, statements
         cpu = await claims(app, providers, options.claims)
         print(f"in process: {1000 * cpu / options.claims:.3f} ms CPU per claim (no profiler)")
+        spent: dict[str, float] = {}
+        with timed_phases(spent):
+            cpu = await claims(app, providers, options.claims)
+        print(f"by phase, ms CPU per claim:\n{phases_report(spent, cpu, options.claims)}")
         profiler = cProfile.Profile(time.process_time)
         profiler.enable()
         await claims(app, providers, options.claims)

@@ -29,7 +29,18 @@ class Connection:
 
     async def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
         """Send one request; its status and body. OSError or IncompleteReadError
-        when the connection fails (it is closed then, and reopened next time)."""
+        when the connection fails (it is closed then, and reopened next time).
+        A kept connection the server closed while idle (uvicorn does after 5 s)
+        answers nothing at all: the request is sent again on a new one."""
+        reused = self.reader is not None
+        try:
+            return await self._exchange(method, path, body)
+        except asyncio.IncompleteReadError as exc:
+            if not reused or exc.partial:
+                raise
+        return await self._exchange(method, path, body)
+
+    async def _exchange(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
         if self.reader is None or self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         head = f"{method} {path} HTTP/1.1\r\n{self._headers}"

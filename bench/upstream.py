@@ -36,7 +36,7 @@ def free_port() -> int:
 
 
 def wait_until_up(base_url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited; log {log}:\n{log.read_text()[-3000:]}")
@@ -46,16 +46,20 @@ def wait_until_up(base_url: str, process: subprocess.Popen[bytes], log: Path) ->
         except httpx.HTTPError:
             pass
         time.sleep(0.3)
-    raise RuntimeError(f"server did not answer within 90 s; log {log}")
+    raise RuntimeError(f"server did not answer within 180 s; log {log}")
 
 
 @contextmanager
-def running(command: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
+def running(
+    command: list[str], env: dict[str, str], log: Path, cwd: Path | None = None
+) -> Iterator[str]:
     """Start a server process; yield its base URL; stop it (SIGTERM, then SIGKILL)."""
     port = free_port()
     command = [part.replace("{port}", str(port)) for part in command]
     with log.open("wb") as output:
-        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, env=env, cwd=cwd, stdout=output, stderr=subprocess.STDOUT
+        )
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(base_url, process, log)

@@ -3,21 +3,24 @@ PUT/DELETE /allocations/{uuid}, POST /allocations and the reshaper.
 
 One transaction, in this order:
 
-1. resolve classes and providers (400 for unknown names);
+1. resolve classes, providers and the consumers' owners in one statement
+   (400 for unknown names);
 2. lock or create the consumers and check their generations
    (``domain/consumers.py``);
 3. lock every provider the write touches — named now or held before — in
    ascending id order (``SELECT ... ORDER BY id FOR UPDATE``), and bump their
    generations. Concurrent writers to a provider queue on its row lock
    rather than fail, so there is no race for the client to retry;
-4. with the locks held, read the inventories and check each requested
-   amount against min_unit/max_unit/step_size and, for every (provider,
-   class) whose usage grows, the capacity rule of ``domain/capacity.py``.
+4. with the locks held, remove the consumers' old allocation rows, then in
+   one statement (``claim_sql.py``; two on SQLite) insert the new ones and
+   apply the net change of every (provider, class) to ``inventories.used``,
+   where the capacity rule of ``domain/capacity.py`` holds for each growing
+   usage; check each requested amount against min_unit/max_unit/step_size.
    Usage that shrinks or stays is always accepted, so a provider left over
-   capacity by an operator still takes moves and releases;
-5. rewrite the consumers' allocation rows, apply the net change to
-   ``inventories.used`` and settle the consumers (generation + 1, or removed
-   when they hold nothing).
+   capacity by an operator still takes moves and releases. A refusal reads
+   the inventories to say which rule failed, and the transaction is rolled
+   back;
+5. settle the consumers (generation + 1, or removed when they hold nothing).
 """
 
 from __future__ import annotations
@@ -25,22 +28,21 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import cast
+from dataclasses import dataclass, replace
 
-from sqlalchemy import Table, bindparam, delete, insert, literal, select, union_all, update
+from sqlalchemy import Executable
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
-from placement_api.db.models import Allocation, Inventory, ResourceClass, ResourceProvider
 from placement_api.domain import changes as feed
+from placement_api.domain import claim_sql
 from placement_api.domain import consumers as consumer_rows
-from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, fits, unit_violation
-from placement_api.domain.consumers import ConsumerClaim, ConsumerSet
+from placement_api.domain.capacity import fits, unit_violation
+from placement_api.domain.claim_sql import InventorySlot, Slot
+from placement_api.domain.consumers import ConsumerClaim, ConsumerSet, Owners
 from placement_api.domain.generations import now
 
-# (provider id, resource class id)
-Slot = tuple[int, int]
+__all__ = ["ClaimPlan", "Slot", "lock_providers", "prepare", "replace_allocations", "write"]
 
 
 @dataclass(frozen=True)
@@ -55,13 +57,6 @@ class Row:
     @property
     def slot(self) -> Slot:
         return (self.provider_id, self.class_id)
-
-
-@dataclass(frozen=True)
-class InventorySlot:
-    id: int
-    limits: InventoryLimits
-    used: int
 
 
 @dataclass
@@ -113,47 +108,36 @@ def _conflict(detail: str) -> errors.Conflict:
 
 async def _resolve_names(
     session: AsyncSession, claims: Sequence[ConsumerClaim], failure: str
-) -> tuple[dict[str, int], dict[str, int]]:
-    """Ids of the classes and providers the claims name, in one statement.
+) -> tuple[dict[str, int], dict[str, int], Owners]:
+    """Ids of the classes and providers the claims name, and of the consumers'
+    owners (``consumers.wanted_owners``), in one statement.
 
     Unknown classes are reported before missing providers.
     """
     names = {name for claim in claims for amounts in claim.allocations.values() for name in amounts}
     uuids = {uuid for claim in claims for uuid in claim.allocations}
-    if not uuids:
-        return {}, {}
-    lookup = union_all(
-        select(
-            literal(True).label("is_class"), ResourceClass.name.label("key"), ResourceClass.id
-        ).where(ResourceClass.name.in_(sorted(names))),
-        select(literal(False), ResourceProvider.uuid, ResourceProvider.id).where(
-            ResourceProvider.uuid.in_(sorted(uuids))
-        ),
-    )
-    class_ids: dict[str, int] = {}
-    provider_ids: dict[str, int] = {}
-    for is_class, key, row_id in await session.execute(lookup):
-        (class_ids if is_class else provider_ids)[key] = row_id
+    owners = consumer_rows.wanted_owners(claims)
+    found: Owners = {kind: {} for kind in ("class", "provider", *owners)}
+    if not uuids:  # nothing to allocate, so no owner either
+        return {}, {}, {kind: {} for kind in owners}
+    params = {kind: sorted(wanted) for kind, wanted in owners.items()}
+    params |= {"names": sorted(names), "uuids": sorted(uuids)}
+    for kind, key, row_id in await session.execute(claim_sql.NAMES, params):
+        found[kind][key] = row_id
+    class_ids, provider_ids = found.pop("class"), found.pop("provider")
     unknown = sorted(names - class_ids.keys())
     if unknown:
         raise errors.BadRequest(f"{failure}: No such resource class {unknown[0]}.")
     for uuid in sorted(uuids):
         if uuid not in provider_ids:
             raise _missing_provider(uuid)
-    return class_ids, provider_ids
+    return class_ids, provider_ids, found
 
 
 async def _held_rows(session: AsyncSession, consumer_ids: list[int]) -> list[Row]:
     if not consumer_ids:
         return []
-    rows = await session.execute(
-        select(
-            Allocation.consumer_id,
-            Allocation.resource_provider_id,
-            Allocation.resource_class_id,
-            Allocation.used,
-        ).where(Allocation.consumer_id.in_(consumer_ids))
-    )
+    rows = await session.execute(claim_sql.HELD, {"consumer_ids": consumer_ids})
     return [Row(*row) for row in rows]
 
 
@@ -173,8 +157,8 @@ async def prepare(
     ``failure`` starts the message of an unknown-class error.
     """
     _refuse_repeated_consumers(claims)
-    class_ids, provider_ids = await _resolve_names(session, claims, failure)
-    consumers = await consumer_rows.lock(session, claims)
+    class_ids, provider_ids, owners = await _resolve_names(session, claims, failure)
+    consumers = await consumer_rows.lock(session, claims, owners)
     # Consumers this transaction created cannot hold anything yet.
     held = [] if consumers.all_created() else await _held_rows(session, consumers.ids())
     return ClaimPlan(claims, consumers, provider_ids, class_ids, held)
@@ -191,50 +175,16 @@ async def lock_providers(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    in_order = (
-        select(ResourceProvider.id)
-        .where(ResourceProvider.id.in_(wanted))
-        .order_by(ResourceProvider.id)
-        .with_for_update()
-    )
+    statement: Executable = claim_sql.LOCK_PROVIDERS
+    params: dict[str, object] = {"provider_ids": wanted}
     if bump:
-        # The subquery takes the row locks in id order; the update then only
-        # touches rows this transaction holds.
-        bumped = (
-            update(ResourceProvider)
-            .where(ResourceProvider.id.in_(in_order.scalar_subquery()))
-            .values(generation=ResourceProvider.generation + 1, updated_at=now())
-            .returning(ResourceProvider.id, ResourceProvider.generation)
-        )
-        rows = await session.execute(bumped)
-    else:
-        rows = await session.execute(in_order.add_columns(ResourceProvider.generation))
+        statement, params["bumped_at"] = claim_sql.LOCK_AND_BUMP_PROVIDERS, now()
+    rows = await session.execute(statement, params)
     generations: dict[int, int] = dict(rows.all())
     for provider_id in wanted:
         if provider_id not in generations:
             raise _missing_provider((names or {}).get(provider_id, str(provider_id)))
     return generations
-
-
-async def _inventory_slots(
-    session: AsyncSession, provider_ids: set[int]
-) -> dict[Slot, InventorySlot]:
-    # Plain columns, not ORM objects: the identity map would hand back stale rows.
-    rows = await session.execute(
-        select(
-            Inventory.id,
-            Inventory.resource_provider_id,
-            Inventory.resource_class_id,
-            Inventory.used,
-            *LIMIT_COLUMNS,
-        ).where(Inventory.resource_provider_id.in_(sorted(provider_ids)))
-    )
-    slots = {}
-    for row in rows:
-        slots[(row.resource_provider_id, row.resource_class_id)] = InventorySlot(
-            row.id, InventoryLimits.from_row(row), row.used
-        )
-    return slots
 
 
 class _Namer:
@@ -264,13 +214,14 @@ def _check_units(wanted: list[Row], slots: dict[Slot, InventorySlot], namer: _Na
 
 
 def _usage_changes(held: Iterable[Row], wanted: Iterable[Row]) -> dict[Slot, int]:
-    """Net change of usage per (provider, class): what is wanted minus what was held."""
+    """Net change of usage per (provider, class) touched: what is wanted minus
+    what was held (0 included: the change feed reports the usage of those too)."""
     changes: dict[Slot, int] = defaultdict(int)
     for row in held:
         changes[row.slot] -= row.used
     for row in wanted:
         changes[row.slot] += row.used
-    return {slot: change for slot, change in changes.items() if change}
+    return changes
 
 
 def _check_capacity(
@@ -282,57 +233,42 @@ def _check_capacity(
             raise namer.cannot_create(key, "exceed the capacity")
 
 
-async def _rewrite_rows(session: AsyncSession, plan: ClaimPlan, wanted: list[Row]) -> None:
-    consumer_ids = plan.consumers.ids()
-    if plan.held:
-        await session.execute(delete(Allocation).where(Allocation.consumer_id.in_(consumer_ids)))
-    if wanted:
-        await session.execute(
-            insert(Allocation),
-            [
-                {
-                    "consumer_id": row.consumer_id,
-                    "resource_provider_id": row.provider_id,
-                    "resource_class_id": row.class_id,
-                    "used": row.used,
-                }
-                for row in wanted
-            ],
-        )
-
-
-async def _apply_usage(
-    session: AsyncSession, changes: dict[Slot, int], slots: dict[Slot, InventorySlot]
+async def _refuse(
+    session: AsyncSession,
+    plan: ClaimPlan,
+    wanted: list[Row],
+    changes: dict[Slot, int],
+    applied: dict[Slot, InventorySlot],
 ) -> None:
-    if not changes:
-        return
-    table = cast(Table, Inventory.__table__)
-    statement = (
-        update(table)
-        .where(table.c.id == bindparam("inventory_id"))
-        .values(used=table.c.used + bindparam("change"))
-    )
-    await session.execute(
-        statement,
-        [{"inventory_id": slots[slot].id, "change": change} for slot, change in changes.items()],
-    )
+    """Raise the error the write deserves, in the order the rules are checked:
+    units of each amount, then capacity. Reads the inventories as they were
+    before the write (the changes applied so far are taken off again)."""
+    namer = _Namer(plan)
+    slots = await claim_sql.inventory_slots(session, plan.touched_provider_ids())
+    for slot in applied:
+        slots[slot] = replace(slots[slot], used=slots[slot].used - changes[slot])
+    _check_units(wanted, slots, namer)
+    _check_capacity(changes, slots, namer)
+    raise _conflict("the inventories changed during the write.")
 
 
 async def write(session: AsyncSession, plan: ClaimPlan) -> dict[Slot, int]:
     """Check and apply a prepared write; its providers must already be locked.
 
-    Returns the usage after the write of every inventory of those providers.
+    Returns the usage after the write of every (provider, class) it touched.
     """
     wanted = plan.wanted()
-    slots = await _inventory_slots(session, plan.touched_provider_ids())
-    namer = _Namer(plan)
-    _check_units(wanted, slots, namer)
     changes = _usage_changes(plan.held, wanted)
-    _check_capacity(changes, slots, namer)
-    await _rewrite_rows(session, plan, wanted)
-    await _apply_usage(session, changes, slots)
+    if plan.held:
+        await session.execute(claim_sql.DELETE_HELD, {"consumer_ids": plan.consumers.ids()})
+    new_rows = [(row.consumer_id, row.provider_id, row.class_id, row.used) for row in wanted]
+    applied = await claim_sql.apply(session, changes, new_rows)
+    required = {row.slot for row in wanted} | {slot for slot, c in changes.items() if c > 0}
+    if not required <= applied.keys():
+        await _refuse(session, plan, wanted, changes, applied)
+    _check_units(wanted, applied, _Namer(plan))
     await consumer_rows.settle(session, plan.claims, plan.consumers)
-    return {slot: inventory.used + changes.get(slot, 0) for slot, inventory in slots.items()}
+    return {slot: inventory.used for slot, inventory in applied.items()}
 
 
 async def replace_allocations(

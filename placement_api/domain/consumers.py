@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, literal, select, union_all, update
+from sqlalchemy import Table, bindparam, delete, literal_column, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
@@ -101,36 +101,58 @@ _OWNER_TABLES: dict[str, tuple[Any, InstrumentedAttribute[str]]] = {
     "project": (Project, Project.external_id),
     "user": (User, User.external_id),
 }
+# Built once: every claim looks its owners up (see ``claim_sql.py`` for why).
+# (kind, name, id) of the named owners of each kind; the claim's own look-up
+# of names includes these.
+OWNER_LOOKUPS = [
+    select(literal_column(f"'{kind}'").label("kind"), column.label("name"), model.id).where(
+        column.in_(bindparam(kind, expanding=True))
+    )
+    for kind, (model, column) in _OWNER_TABLES.items()
+]
+_FIND_OWNERS = union_all(*OWNER_LOOKUPS)
+Owners = dict[str, dict[str, int]]  # kind -> name -> id
+_LOCK_ROW = (
+    select(Consumer.id, Consumer.generation)
+    .where(Consumer.uuid == bindparam("uuid"))
+    .with_for_update()
+)
+_consumers = cast(Table, Consumer.__table__)
+_INSERT_ABSENT = {
+    name: insert(_consumers)
+    .on_conflict_do_nothing(index_elements=["uuid"])
+    .returning(_consumers.c.uuid, _consumers.c.id)
+    for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
+}
 
 
-async def _find_owners(
-    session: AsyncSession, wanted: dict[str, set[str]]
-) -> dict[str, dict[str, int]]:
+async def _find_owners(session: AsyncSession, wanted: dict[str, set[str]]) -> Owners:
     """Ids by name of each kind's named rows, in one statement for all kinds."""
-    parts = [
-        select(literal(kind).label("kind"), column.label("name"), model.id).where(
-            column.in_(sorted(wanted[kind]))
-        )
-        for kind, (model, column) in _OWNER_TABLES.items()
-        if wanted[kind]
-    ]
-    found: dict[str, dict[str, int]] = {kind: {} for kind in _OWNER_TABLES}
-    if not parts:
-        return found
-    for kind, name, row_id in await session.execute(union_all(*parts)):
+    found: Owners = {kind: {} for kind in _OWNER_TABLES}
+    params = {kind: sorted(names) for kind, names in wanted.items()}
+    for kind, name, row_id in await session.execute(_FIND_OWNERS, params):
         found[kind][name] = row_id
     return found
 
 
-async def _owner_ids(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> ConsumerSet:
-    """Ids of the types, projects and users the claims name, inserting missing ones (race-safe)."""
+def wanted_owners(claims: Sequence[ConsumerClaim]) -> dict[str, set[str]]:
+    """The types, projects and users the claims name, by kind."""
     writing = [claim for claim in claims if claim.allocations]
-    wanted = {
+    return {
         "type": {claim.consumer_type for claim in writing if claim.consumer_type},
         "project": {claim.project_id or INCOMPLETE_PROJECT_ID for claim in writing},
         "user": {claim.user_id or INCOMPLETE_USER_ID for claim in writing},
     }
-    found = await _find_owners(session, wanted)
+
+
+async def _owner_ids(
+    session: AsyncSession, claims: Sequence[ConsumerClaim], found: Owners | None
+) -> ConsumerSet:
+    """Ids of the types, projects and users the claims name, inserting missing
+    ones (race-safe). ``found``: what a look-up of ``wanted_owners`` found already."""
+    wanted = wanted_owners(claims)
+    if found is None:
+        found = await _find_owners(session, wanted)
     missing = {kind: names - found[kind].keys() for kind, names in wanted.items()}
     if any(missing.values()):
         for kind, (model, column) in _OWNER_TABLES.items():
@@ -154,8 +176,7 @@ def _check_generation(claim: ConsumerClaim, current: int | None) -> None:
 
 
 async def _lock_row(session: AsyncSession, uuid: str) -> tuple[int, int] | None:
-    query = select(Consumer.id, Consumer.generation).where(Consumer.uuid == uuid).with_for_update()
-    row = (await session.execute(query)).first()
+    row = (await session.execute(_LOCK_ROW, {"uuid": uuid})).first()
     return (row.id, row.generation) if row else None
 
 
@@ -176,14 +197,10 @@ async def _insert_absent(
 ) -> dict[str, int]:
     """Insert the claims' consumers in one statement, in the order given; the
     ids of those inserted by uuid (a consumer that exists already is not)."""
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = (
-        dialect.insert(Consumer)
-        .values([_new_row(claim, owners) for claim in claims])
-        .on_conflict_do_nothing(index_elements=["uuid"])
-        .returning(Consumer.uuid, Consumer.id)
-    )
-    return {uuid: ident for uuid, ident in await session.execute(statement)}
+    statement = _INSERT_ABSENT[session.get_bind().dialect.name]
+    rows = [_new_row(claim, owners) for claim in claims]
+    # Several rows: one INSERT of them all (SQLAlchemy's "insertmanyvalues").
+    return {uuid: ident for uuid, ident in await session.execute(statement, rows)}
 
 
 async def _insert_if_absent(
@@ -240,13 +257,16 @@ async def _create_all(
         consumers.by_uuid[claim.uuid] = LockedConsumer(claim.uuid, id=ident, created=True)
 
 
-async def lock(session: AsyncSession, claims: Sequence[ConsumerClaim]) -> ConsumerSet:
+async def lock(
+    session: AsyncSession, claims: Sequence[ConsumerClaim], owners: Owners | None = None
+) -> ConsumerSet:
     """Lock (or create) every claimed consumer and check the generations given.
 
     A consumer that holds nothing and is given nothing is left absent. A new
-    consumer is inserted at generation 1, already settled.
+    consumer is inserted at generation 1, already settled. ``owners``: the
+    ids of ``wanted_owners(claims)`` when the caller looked them up.
     """
-    consumers = await _owner_ids(session, claims)
+    consumers = await _owner_ids(session, claims, owners)
     ordered = sorted(claims, key=lambda c: c.uuid)
     if len(ordered) > 1 and all(_expects_new(claim) for claim in ordered):
         # A scheduler's batch of claims: one statement instead of one per consumer.

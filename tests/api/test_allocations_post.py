@@ -63,6 +63,20 @@ async def test_one_refused_consumer_refuses_the_whole_batch(api: PlacementClient
     assert (await generation(api, small), await generation(api, large)) == generations
 
 
+async def test_consumers_that_fit_one_by_one_but_not_together_refuse_the_batch(
+    api: PlacementClient, settings: Settings
+) -> None:
+    # Usage is checked per (provider, class) on the sum of the batch, not per consumer.
+    host = await provider_with(api, {"VCPU": {"total": 4}, "MEMORY_MB": {"total": 1024}})
+    await put_allocations(api, new_uuid(), {host: {"VCPU": 1, "MEMORY_MB": 128}})
+    batch = {new_uuid(): consumer_body({host: {"VCPU": 2, "MEMORY_MB": 128}}) for _ in range(2)}
+    refused = await api.post("/allocations", json=batch)
+    assert refused.status_code == 409
+    assert "'VCPU' on resource provider" in error(refused)["detail"]
+    assert await usages(api, host) == {"VCPU": 1, "MEMORY_MB": 128}
+    assert await usage_drift(settings) == []
+
+
 async def test_a_stale_consumer_in_the_batch_refuses_the_batch(api: PlacementClient) -> None:
     rp = await provider_with(api, {"VCPU": {"total": 8}})
     existing, fresh = new_uuid(), new_uuid()

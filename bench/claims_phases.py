@@ -1,0 +1,100 @@
+"""Where the CPU of one ``PUT /allocations`` goes, phase by phase (for
+``claims_profile.py --phases``): each phase's functions are wrapped to add up
+this process's CPU time spent inside them. Claims run one at a time, so
+nothing else runs meanwhile; what no phase holds is the request's path
+around the handler (server glue, middleware, routing, dependencies, the
+response) and the event loop."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from placement_api import deps
+from placement_api.domain import changes, claims, consumers
+from placement_api.routers import allocations as router
+from placement_api.schemas import write_limits
+
+# phase -> (owner, attribute): module functions the handler reaches by name.
+PHASES: dict[str, tuple[Any, str]] = {
+    "authorize (policy)": (deps.ApiRequest, "authorize"),
+    "read the body (JSON)": (deps.ApiRequest, "body"),
+    "write limits": (write_limits, "check_consumer_allocations"),
+    "validate (jsonschema + pydantic)": (router, "load_body"),
+    "to the domain's claim": (router, "to_claim"),
+    "begin: pool checkout, ping, BEGIN": (AsyncSession, "connection"),
+    "names: classes and providers": (claims, "_resolve_names"),
+    "consumer: owners, insert": (consumers, "lock"),
+    "lock and bump providers": (claims, "lock_providers"),
+    "usage, allocation rows (write)": (claims, "write"),
+    "change feed: queue the entry": (changes, "allocations_changed"),
+    "change feed: append at commit": (changes, "_append_on_postgresql"),
+    "commit (less the feed's append)": (AsyncSession, "commit"),
+    "close the session": (AsyncSession, "close"),
+}
+
+
+def _wrapped(
+    function: Callable[..., Any], name: str, spent: dict[str, float]
+) -> Callable[..., Any]:
+    depth = [0]  # a phase inside itself (a nested call) counts once
+
+    if inspect.iscoroutinefunction(function):
+
+        @functools.wraps(function)
+        async def timed_async(*args: Any, **kwargs: Any) -> Any:
+            depth[0] += 1
+            began = time.process_time()
+            try:
+                return await function(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:
+                    spent[name] = spent.get(name, 0.0) + time.process_time() - began
+
+        return timed_async
+
+    @functools.wraps(function)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        depth[0] += 1
+        began = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if not depth[0]:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - began
+
+    return timed
+
+
+@contextmanager
+def timed_phases(spent: dict[str, float]) -> Iterator[None]:
+    with ExitStack() as undo:
+        for name, (owner, attribute) in PHASES.items():
+            original = getattr(owner, attribute)
+            setattr(owner, attribute, _wrapped(original, name, spent))
+            undo.callback(setattr, owner, attribute, original)
+        yield
+
+
+def report(spent: dict[str, float], total: float, claims_count: int) -> str:
+    """Milliseconds per claim by phase; the commit's and the write's shares
+    exclude what the phases nested in them took."""
+    per = {name: 1000 * seconds / claims_count for name, seconds in spent.items()}
+    per["commit (less the feed's append)"] = per.get(
+        "commit (less the feed's append)", 0.0
+    ) - per.get("change feed: append at commit", 0.0)
+    lines = [f"{name:52s} {per.get(name, 0.0):6.3f} ms" for name in PHASES]
+    inside = sum(per.values())
+    whole = 1000 * total / claims_count
+    rest = "the rest: server glue, middleware, routing, response"
+    lines.append(f"{rest:52s} {whole - inside:6.3f} ms")
+    lines.append(f"{'total':52s} {whole:6.3f} ms")
+    return "\n".join(lines)

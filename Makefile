@@ -6,7 +6,7 @@ HOST      ?= 127.0.0.1
 PORT      ?= 8778
 export PLACEMENT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/var/placement.sqlite
 
-.PHONY: install run test lint openapi openapi-check bench demo pg-up keystone mariadb-up clean dist
+.PHONY: install run test lint openapi openapi-check bench demo pg-up keystone mariadb-up chromium clean dist
 
 install: $(STAMP)
 
@@ -36,9 +36,13 @@ keystone:
 mariadb-up:
 	@./scripts/ensure-mariadb.sh
 
+# Debian's headless Chromium and chromedriver, for the dashboard's browser test.
+chromium:
+	@./scripts/ensure-chromium.sh
+
 # One pytest run covers both backends: database fixtures are parametrised
 # over PLACEMENT_TEST_BACKENDS (default "sqlite,postgresql").
-test: lint pg-up keystone mariadb-up openapi-check
+test: lint pg-up keystone mariadb-up chromium openapi-check
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 openapi: install

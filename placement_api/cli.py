@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import sys
 import time
 from collections.abc import Iterator
@@ -16,7 +15,8 @@ import uvicorn
 from pydantic import ValidationError
 from rich.console import Console
 
-from placement_api import cli_capacity, cli_migration, cli_operator
+from placement_api import cli_capacity, cli_dashboard, cli_migration, cli_operator
+from placement_api.addresses import is_loopback
 from placement_api.auth import NOAUTH2
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
@@ -31,23 +31,15 @@ app = typer.Typer(help="Placement API service.", no_args_is_help=True, add_compl
 db_app = typer.Typer(help="Database schema management.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 cli_migration.register(db_app)
+cli_dashboard.register(app)
 app.add_typer(cli_operator.policy_app, name="policy")
 console = Console(stderr=True)
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _refuse_open_noauth2(host: str) -> None:
     settings = get_settings()
     if settings.auth_strategy == NOAUTH2 and not (
-        _is_loopback(host) or settings.allow_insecure_noauth
+        is_loopback(host) or settings.allow_insecure_noauth
     ):
         console.print(
             f"[red]Refusing to serve without authentication on {host}.[/red] With "

@@ -1,0 +1,177 @@
+"""Keeps the dashboard's snapshot current: follows the change feed, re-reads on change.
+
+Three loops share one ``LiveSnapshot``:
+
+- the feed follower holds ``GET /changes?since=N&wait=S`` open; each answer
+  with changes marks the snapshot stale (a 410 re-reads from the feed's
+  current index);
+- the refresher waits for "stale", lets a burst of changes settle for
+  ``debounce`` seconds, then re-reads capacity: one re-read at a time, its
+  requests one after the other, so the API's load is bounded whatever the
+  write rate;
+- the liveness poller reads ``GET /heartbeats?alive=false`` every
+  ``liveness_interval`` seconds (heartbeats are not feed entries).
+
+Each new snapshot wakes the browsers' event streams (``wait_newer``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from placement_api.dashboard.flavors import FlavorSpec
+from placement_api.dashboard.snapshot import Json, Liveness, Snapshot, build_snapshot
+from placement_client import NotFound, PlacementClient, PlacementError
+
+log = logging.getLogger(__name__)
+
+FEED_WAIT_SECONDS = 20  # below the client's 30 s timeout
+GONE = 410
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    debounce: float = 0.5
+    liveness_interval: float = 10.0
+    retry_interval: float = 5.0  # after a failed read, before the next try
+    changes_kept: int = 30
+
+
+class LiveSnapshot:
+    """The one snapshot of a dashboard process, and the loops that keep it current."""
+
+    def __init__(
+        self, client: PlacementClient, flavors: list[FlavorSpec], options: LiveOptions
+    ) -> None:
+        self._client = client
+        self._flavors = flavors
+        self._options = options
+        self.snapshot = Snapshot(flavors=tuple(flavor.name for flavor in flavors))
+        self._stale = asyncio.Event()
+        self._published = asyncio.Event()
+        self._changes: collections.deque[Json] = collections.deque(maxlen=options.changes_kept)
+        self._feed_index: int | None = None
+        self._liveness = Liveness(available=False)
+        self._read: tuple[Json, dict[str, Json]] | None = None
+        self._error: str | None = None
+        self._read_at: str | None = None
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._follow_feed())
+            group.create_task(self._refresh_when_stale())
+            group.create_task(self._poll_liveness())
+
+    async def wait_newer(self, version: int, within: float) -> bool:
+        """Whether a snapshot newer than ``version`` exists, waiting up to ``within`` seconds."""
+        if self.snapshot.version > version:
+            return True
+        published = self._published
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(published.wait(), within)
+        return self.snapshot.version > version
+
+    async def _follow_feed(self) -> None:
+        since: int | None = None
+        while True:
+            try:
+                if since is None:
+                    # Where to start; everything before it is read by the refresh.
+                    since = (await self._client.get("/changes"))["index"]
+                    self._stale.set()
+                answer = await self._client.get(
+                    "/changes", params={"since": since, "wait": FEED_WAIT_SECONDS}
+                )
+            except PlacementError as error:
+                if error.status != GONE:
+                    log.warning("following the change feed: %s", error)
+                    await asyncio.sleep(self._options.retry_interval)
+                since = None  # start again from the current index, after a full re-read
+                continue
+            changes: list[Json] = answer["changes"]
+            self._feed_index = answer["index"]
+            if changes:
+                seen_at = _now()
+                self._changes.extendleft({**change, "seen_at": seen_at} for change in changes)
+                since = changes[-1]["index"]
+                self._stale.set()
+            else:
+                since = answer["index"]
+
+    async def _refresh_when_stale(self) -> None:
+        while True:
+            await self._stale.wait()
+            await asyncio.sleep(self._options.debounce)  # one re-read for a burst of changes
+            self._stale.clear()
+            try:
+                self._read = await self._read_capacity()
+                self._read_at, self._error = _now(), None
+            except PlacementError as error:
+                if _explain(error) != self._error:  # browsers re-read only when it says more
+                    self._error = _explain(error)
+                    log.warning("reading capacity: %s", error)
+                    self._publish()
+                await asyncio.sleep(self._options.retry_interval)
+                self._stale.set()
+                continue
+            self._publish()
+
+    async def _read_capacity(self) -> tuple[Json, dict[str, Json]]:
+        usage: Json = await self._client.get("/capacity")
+        fits: dict[str, Json] = {}
+        for flavor in self._flavors:
+            fits[flavor.name] = await self._client.get(
+                "/capacity", params={"resources": flavor.resources}
+            )
+        return usage, fits
+
+    async def _poll_liveness(self) -> None:
+        while True:
+            try:
+                liveness = await self._read_liveness()
+            except PlacementError as error:
+                log.warning("reading heartbeats: %s", error)
+                liveness = Liveness(available=False)
+            if liveness != self._liveness:
+                self._liveness = liveness
+                self._publish()
+            await asyncio.sleep(self._options.liveness_interval)
+
+    async def _read_liveness(self) -> Liveness:
+        try:
+            answer: Json = await self._client.get("/heartbeats", params={"alive": "false"})
+        except NotFound:
+            return Liveness(available=False)  # an API without heartbeats: unknown, not alive
+        return Liveness(available=True, now=answer["now"], down=tuple(answer["heartbeats"]))
+
+    def _publish(self) -> None:
+        state: dict[str, Any] = {
+            "version": self.snapshot.version + 1,
+            "read_at": self._read_at,
+            "feed_index": self._feed_index,
+            "error": self._error,
+        }
+        if self._read is None:
+            self.snapshot = replace(self.snapshot, **state)
+        else:
+            usage, fits = self._read
+            self.snapshot = build_snapshot(usage, fits, self._liveness, self._changes, **state)
+        published, self._published = self._published, asyncio.Event()
+        published.set()
+
+
+def _explain(error: PlacementError) -> str:
+    if error.status == 404:
+        return f"{error.method} {error.path}: this API has no capacity report (404)"
+    return str(error)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

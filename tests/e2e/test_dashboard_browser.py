@@ -1,0 +1,260 @@
+"""The dashboard as a person sees it: headless Chromium on the page of a real
+``placement-api dashboard`` in front of a real API server with real data.
+
+The numbers on the page must be those of ``GET /capacity``; a claim made
+through the API must show on the page without a reload; a screenshot is left
+in ``var/artifacts/`` for CI. Chromium and chromedriver are Debian's
+(``make chromium``); without them the test fails, it is never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.support import databases
+from tests.support.server import free_port, live_server
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "artifacts"
+HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
+FLAVORS = {"small": "VCPU:1,MEMORY_MB:2048", "large": "VCPU:4,MEMORY_MB:8192"}
+CLASSES = ("VCPU", "MEMORY_MB")
+UPDATE_WITHIN = 30.0  # seconds the page has to show a claim
+
+# Each element's text as shown: the fits table by scope and flavor, the host
+# table by host uuid, then class or flavor.
+READ_PAGE = """
+const text = (node) => node.textContent.trim();
+const fits = {}, hosts = {};
+for (const row of document.querySelectorAll('#fits tbody tr')) {
+  const cells = fits[row.dataset.scope] = {};
+  for (const cell of row.querySelectorAll('td[data-flavor]')) {
+    cells[cell.dataset.flavor] = text(cell);
+  }
+}
+for (const row of document.querySelectorAll('#hosts tbody tr')) {
+  hosts[row.dataset.uuid] = {};
+  for (const cell of row.querySelectorAll('td[data-rc], td[data-flavor]')) {
+    hosts[row.dataset.uuid][cell.dataset.rc || cell.dataset.flavor] = text(cell);
+  }
+}
+return {fits, hosts, readAt: text(document.getElementById('read-at')),
+        liveness: text(document.getElementById('down-section')),
+        noReload: window.__sameDocument === true};
+"""
+
+
+@pytest.fixture(autouse=True)
+def _emptied_afterwards(database_url: str) -> Iterator[None]:
+    yield
+    databases.empty(database_url)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
+    if missing:
+        pytest.fail(
+            f"{' and '.join(missing)} missing: the dashboard's browser test needs Debian's "
+            "chromium and chromium-driver (`make chromium` installs them)"
+        )
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(argument)
+    options.add_argument("--window-size=1400,1100")
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _ok(response: httpx.Response) -> Any:
+    assert response.is_success, f"{response.request.method} {response.request.url}: {response.text}"
+    return response.json() if response.content else None
+
+
+def _host(api: httpx.Client, name: str, vcpu: int, memory_mb: int, ratio: float) -> str:
+    provider: str = _ok(api.post("/resource_providers", json={"name": name}))["uuid"]
+    inventories = {
+        "VCPU": {"total": vcpu, "allocation_ratio": ratio},
+        "MEMORY_MB": {"total": memory_mb, "reserved": 512},
+    }
+    _ok(
+        api.put(
+            f"/resource_providers/{provider}/inventories",
+            json={"resource_provider_generation": 0, "inventories": inventories},
+        )
+    )
+    return provider
+
+
+def _claim(api: httpx.Client, provider: str, vcpu: int, memory_mb: int) -> None:
+    body = {
+        "allocations": {provider: {"resources": {"VCPU": vcpu, "MEMORY_MB": memory_mb}}},
+        "consumer_generation": None,
+        "consumer_type": "INSTANCE",
+        "project_id": "demo",
+        "user_id": "demo",
+    }
+    _ok(api.put(f"/allocations/{uuid.uuid4()}", json=body))
+
+
+def _aggregate(api: httpx.Client, provider: str, aggregate: str) -> None:
+    generation = _ok(api.get(f"/resource_providers/{provider}"))["generation"]
+    body = {"aggregates": [aggregate], "resource_provider_generation": generation}
+    _ok(api.put(f"/resource_providers/{provider}/aggregates", json=body))
+
+
+def _cloud(api: httpx.Client) -> dict[str, str]:
+    """Three hosts in two aggregates, some of their capacity used, one over capacity."""
+    hosts = {
+        "compute-1": _host(api, "compute-1", 16, 32768, 4.0),
+        "compute-2": _host(api, "compute-2", 8, 16384, 1.0),
+        "compute-3": _host(api, "compute-3", 4, 8192, 1.0),
+    }
+    rack_a, rack_b = str(uuid.uuid4()), str(uuid.uuid4())
+    for name, rack in (("compute-1", rack_a), ("compute-2", rack_a), ("compute-3", rack_b)):
+        _aggregate(api, hosts[name], rack)
+    _claim(api, hosts["compute-1"], 10, 8192)
+    _claim(api, hosts["compute-2"], 8, 4096)
+    _claim(api, hosts["compute-3"], 4, 4096)
+    # Fewer CPUs than are allocated: accepted, and the host is over capacity.
+    inventory = _ok(api.get(f"/resource_providers/{hosts['compute-3']}/inventories"))
+    vcpu = {**inventory["inventories"]["VCPU"], "total": 2}
+    _ok(
+        api.put(
+            f"/resource_providers/{hosts['compute-3']}/inventories/VCPU",
+            json={
+                "resource_provider_generation": inventory["resource_provider_generation"],
+                **vcpu,
+            },
+        )
+    )
+    return hosts
+
+
+def _expected(api: httpx.Client) -> dict[str, Any]:
+    """What the page must show, read from GET /capacity as any client reads it."""
+    usage = _ok(api.get("/capacity"))
+    fits = {
+        flavor: _ok(api.get("/capacity", params={"resources": r})) for flavor, r in FLAVORS.items()
+    }
+    shown: dict[str, Any] = {"fits": {"total": {f: str(a["fits"]) for f, a in fits.items()}}}
+    for aggregate in usage["aggregates"]:
+        shown["fits"][f"aggregate:{aggregate['uuid']}"] = {
+            flavor: str(
+                next(a["fits"] for a in answer["aggregates"] if a["uuid"] == aggregate["uuid"])
+            )
+            for flavor, answer in fits.items()
+        }
+    shown["hosts"] = {}
+    for host in usage["hosts"]:
+        cells = {
+            rc: f"{host['resources'][rc]['used']:,}/{host['resources'][rc]['capacity']:,}"
+            for rc in CLASSES
+        }
+        for flavor, answer in fits.items():
+            cells[flavor] = str(
+                next((h["fits"] for h in answer["hosts"] if h["uuid"] == host["uuid"]), 0)
+            )
+        shown["hosts"][host["uuid"]] = cells
+    return shown
+
+
+@contextmanager
+def _dashboard(api_url: str) -> Iterator[str]:
+    port = free_port()
+    flavors = [argument for name, r in FLAVORS.items() for argument in ("--flavor", f"{name}={r}")]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "placement_api", "dashboard", "--port", str(port),
+         "--api-url", api_url, "--token", "admin", "--debounce", "0.2", *flavors],
+        env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_first_read(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_for_first_read(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            stderr = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"dashboard exited with {process.returncode}: {stderr[-2000:]}")
+        try:
+            summary = httpx.get(f"{url}/api/summary", timeout=2).json()
+            if summary.get("read_at"):
+                return
+            assert summary.get("error") is None, summary["error"]
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the dashboard at {url} read no capacity within 60s")
+
+
+def _page_shows(browser: webdriver.Chrome, expected: dict[str, Any]) -> dict[str, Any]:
+    """Wait (bounded) until the page shows ``expected``; the test fails if it never does."""
+    seen: dict[str, Any] = {}
+
+    def shows(driver: webdriver.Chrome) -> bool:
+        seen.update(driver.execute_script(READ_PAGE))
+        return bool(seen["fits"] == expected["fits"] and seen["hosts"] == expected["hosts"])
+
+    try:
+        WebDriverWait(browser, UPDATE_WITHIN, poll_frequency=0.25).until(shows)
+    except TimeoutException:
+        pytest.fail(f"within {UPDATE_WITHIN}s the page showed {seen}, not {expected}")
+    return seen
+
+
+def test_the_page_shows_the_capacity_report_and_follows_a_claim_without_reload(
+    database_url: str, backend: str, browser: webdriver.Chrome
+) -> None:
+    with (
+        live_server(database_url, PLACEMENT_CHANGES_POLL_INTERVAL="1") as server,
+        httpx.Client(base_url=server.url, headers=HEADERS, timeout=30) as api,
+    ):
+        hosts = _cloud(api)
+        with _dashboard(server.url) as dashboard_url:
+            browser.get(dashboard_url)
+            browser.execute_script("window.__sameDocument = true;")
+            before = _expected(api)
+            shown = _page_shows(browser, before)
+            assert "compute-3" in browser.find_element("id", "over").text
+            if api.get("/heartbeats").status_code == 404:
+                assert "Liveness not available" in shown["liveness"]
+
+            _claim(api, hosts["compute-1"], 4, 8192)
+            after = _expected(api)
+            assert after != before
+            shown = _page_shows(browser, after)
+            assert shown["noReload"], "the page was reloaded instead of updated"
+
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            browser.save_screenshot(str(ARTIFACTS / f"dashboard-{backend}.png"))

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 FEED_WAIT_SECONDS = 20  # below the client's 30 s timeout
 GONE = 410
+BREAKDOWNS = "host,aggregate,az"  # every breakdown the page shows
 
 
 @dataclass(frozen=True)
@@ -124,11 +125,11 @@ class LiveSnapshot:
             self._publish()
 
     async def _read_capacity(self) -> tuple[Json, dict[str, Json]]:
-        usage: Json = await self._client.get("/capacity")
+        usage: Json = await self._client.get("/capacity", params={"by": BREAKDOWNS})
         fits: dict[str, Json] = {}
         for flavor in self._flavors:
             fits[flavor.name] = await self._client.get(
-                "/capacity", params={"resources": flavor.resources}
+                "/capacity", params={"resources": flavor.resources, "by": BREAKDOWNS}
             )
         return usage, fits
 

@@ -86,8 +86,8 @@ def build_snapshot(
         "host_count": len(rows),
         "resource_classes": usage.get("resource_classes", {}),
         "fits": {flavor: answer["fits"] for flavor, answer in fits.items()},
-        "availability_zones": _breakdown(usage.get("availability_zones", []), fits, "name"),
-        "aggregates": _breakdown(usage.get("aggregates", []), fits, "uuid"),
+        "availability_zones": _breakdown(usage.get("availability_zones") or [], fits, "name"),
+        "aggregates": _breakdown(usage.get("aggregates") or [], fits, "uuid"),
         "liveness": _liveness(liveness),
         "over_capacity": {
             "count": len(over),
@@ -128,7 +128,7 @@ def _by_name(row: HostRow) -> tuple[str, str]:
 def _breakdown(groups: list[Json], fits: Mapping[str, Json], key: str) -> list[Json]:
     """Each zone or aggregate of the usage answer with its fits per flavor."""
     fits_by_group = {
-        flavor: {group[key]: group.get("fits", 0) for group in answer.get(_plural(key), [])}
+        flavor: {group[key]: group.get("fits") or 0 for group in answer.get(_plural(key)) or []}
         for flavor, answer in fits.items()
     }
     return [

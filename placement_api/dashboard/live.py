@@ -85,7 +85,7 @@ class LiveSnapshot:
             try:
                 if since is None:
                     # Where to start; everything before it is read by the refresh.
-                    since = (await self._client.get("/changes"))["index"]
+                    since = self._feed_index = (await self._client.get("/changes"))["index"]
                     self._stale.set()
                 answer = await self._client.get(
                     "/changes", params={"since": since, "wait": FEED_WAIT_SECONDS}

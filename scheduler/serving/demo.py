@@ -5,13 +5,16 @@ with the real compute agent (``placement-agent --once``) on libvirt's test
 driver, starts the scheduler service, places a few hundred instances of mixed
 flavors (with an anti-affinity group) through the scheduler's HTTP API, and
 prints per-host usage before and after, then the explanation of a request that
-cannot be placed. Everything runs in a temporary directory and is stopped at
-the end.
+cannot be placed. The dashboard (``placement-api dashboard``) follows it all
+live; the demo ends by printing its URL and, in a terminal, keeps serving it
+until Ctrl-C. Everything runs in a temporary directory and is stopped at the
+end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import socket
@@ -224,16 +227,42 @@ async def _demo(work: Path, api_url: str, scheduler_url: str, instances: int, se
             render_explanation(console, exc.explanation)
 
 
+def _dashboard_argv(api_url: str, port: int) -> list[str]:
+    """``placement-api dashboard`` showing how many of each demo flavor still fit."""
+    flavors = [
+        f"--flavor={name}=VCPU:{vcpus},MEMORY_MB:{memory_mb},DISK_GB:{root_gb}"
+        for name, (vcpus, memory_mb, root_gb, _) in FLAVORS.items()
+    ]
+    return [sys.executable, "-m", "placement_api", "dashboard", "--port", str(port),
+            "--api-url", api_url, "--token", "admin", *flavors]  # fmt: skip
+
+
+def _serve_until_interrupted(dashboard_url: str, serve: bool) -> None:
+    console.rule("Dashboard")
+    console.print(f"Dashboard: {dashboard_url}")
+    if not serve:
+        return
+    console.print("The API and the dashboard keep running: press Ctrl-C to stop them.")
+    with contextlib.suppress(KeyboardInterrupt):
+        while True:
+            time.sleep(3600)
+
+
 def main(
     instances: Annotated[int, typer.Option(help="How many instances to place.")] = 300,
     seed: Annotated[int, typer.Option(help="Random seed for the flavor mix.")] = 7,
+    serve: Annotated[
+        bool | None,
+        typer.Option(help="Keep the API and dashboard up at the end (default: in a terminal)."),
+    ] = None,
 ) -> None:
     """Run the demo; everything it starts is stopped at the end."""
     with tempfile.TemporaryDirectory(prefix="placement-demo-") as directory, ExitStack() as stack:
         work = Path(directory)
-        api_port, scheduler_port = _free_port(), _free_port()
+        api_port, scheduler_port, dashboard_port = _free_port(), _free_port(), _free_port()
         api_url = f"http://127.0.0.1:{api_port}"
         scheduler_url = f"http://127.0.0.1:{scheduler_port}"
+        dashboard_url = f"http://127.0.0.1:{dashboard_port}/"
         env = dict(os.environ, PLACEMENT_DATABASE_URL=f"sqlite+aiosqlite:///{work}/demo.sqlite")
         console.rule(f"Placement API on {api_url} (SQLite in {work})")
         api = stack.enter_context(
@@ -254,7 +283,13 @@ def main(
         )  # fmt: skip
         _wait_for(f"{scheduler_url}/v1/filters", scheduler, "placement-scheduler")
         console.print(f"Scheduler on {scheduler_url}")
+        dashboard = stack.enter_context(
+            _process(_dashboard_argv(api_url, dashboard_port), env, work / "dashboard.log")
+        )
+        _wait_for(f"{dashboard_url}api/summary", dashboard, "placement-api dashboard")
+        console.print(f"Dashboard on {dashboard_url} (it follows the demo live)")
         asyncio.run(_demo(work, api_url, scheduler_url, instances, seed))
+        _serve_until_interrupted(dashboard_url, sys.stdin.isatty() if serve is None else serve)
 
 
 if __name__ == "__main__":

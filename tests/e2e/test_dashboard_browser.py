@@ -35,7 +35,9 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "artifacts"
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
 FLAVORS = {"small": "VCPU:1,MEMORY_MB:2048", "large": "VCPU:4,MEMORY_MB:8192"}
 CLASSES = ("VCPU", "MEMORY_MB")
-UPDATE_WITHIN = 30.0  # seconds the page has to show a claim
+# (answer key, its identifier, the page's row scope)
+BREAKDOWNS = (("availability_zones", "name", "az"), ("aggregates", "uuid", "aggregate"))
+UPDATE_WITHIN = 60.0  # seconds the page has to show a claim (a loaded CI machine is slow)
 
 # Each element's text as shown: the fits table by scope and flavor, the host
 # table by host uuid, then class or flavor.
@@ -78,7 +80,7 @@ def browser() -> Iterator[webdriver.Chrome]:
     options.binary_location = str(CHROMIUM)
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
         options.add_argument(argument)
-    options.add_argument("--window-size=1400,1100")
+    options.add_argument("--window-size=1400,1500")
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     try:
         yield driver
@@ -153,30 +155,28 @@ def _cloud(api: httpx.Client) -> dict[str, str]:
 
 def _expected(api: httpx.Client) -> dict[str, Any]:
     """What the page must show, read from GET /capacity as any client reads it."""
-    usage = _ok(api.get("/capacity"))
-    fits = {
-        flavor: _ok(api.get("/capacity", params={"resources": r})) for flavor, r in FLAVORS.items()
-    }
+    by = {"by": "host,aggregate,az"}
+    usage = _ok(api.get("/capacity", params=by))
+    fits = {f: _ok(api.get("/capacity", params={"resources": r, **by})) for f, r in FLAVORS.items()}
     shown: dict[str, Any] = {"fits": {"total": {f: str(a["fits"]) for f, a in fits.items()}}}
-    for aggregate in usage["aggregates"]:
-        shown["fits"][f"aggregate:{aggregate['uuid']}"] = {
-            flavor: str(
-                next(a["fits"] for a in answer["aggregates"] if a["uuid"] == aggregate["uuid"])
-            )
-            for flavor, answer in fits.items()
-        }
+    for breakdown, key, scope in BREAKDOWNS:
+        for group in usage[breakdown]:
+            shown["fits"][f"{scope}:{group[key]}"] = {
+                flavor: str(_fits_of(answer[breakdown], key, group[key]))
+                for flavor, answer in fits.items()
+            }
     shown["hosts"] = {}
     for host in usage["hosts"]:
-        cells = {
-            rc: f"{host['resources'][rc]['used']:,}/{host['resources'][rc]['capacity']:,}"
-            for rc in CLASSES
-        }
+        figures = host["resources"]
+        cells = {rc: f"{figures[rc]['used']:,}/{figures[rc]['capacity']:,}" for rc in CLASSES}
         for flavor, answer in fits.items():
-            cells[flavor] = str(
-                next((h["fits"] for h in answer["hosts"] if h["uuid"] == host["uuid"]), 0)
-            )
+            cells[flavor] = str(_fits_of(answer["hosts"], "uuid", host["uuid"]))
         shown["hosts"][host["uuid"]] = cells
     return shown
+
+
+def _fits_of(groups: list[dict[str, Any]], key: str, value: str) -> int:
+    return next(group["fits"] for group in groups if group[key] == value)
 
 
 @contextmanager

@@ -58,7 +58,8 @@ function showSummary(s) {
     : "waiting for the first read";
   showFits(s);
   showClasses(s.resource_classes || {});
-  $("counting").textContent = s.counting ? `Counting: ${s.counting}` : "";
+  $("counting").textContent = s.counting || "";
+  $("counting-details").hidden = !s.counting;
   showDown(s.liveness);
   showOver(s.over_capacity);
   showChanges(s.changes || []);
@@ -72,10 +73,12 @@ function showFits(s) {
   for (const flavor of flavors) head.append(el("th", flavor, "num"));
   $("fits").tHead.replaceChildren(head);
   const rows = [];
-  const row = (scope, label, hosts, fits) => {
+  const row = (scope, label, hosts, fits, title) => {
     const tr = el("tr");
     tr.dataset.scope = scope;
-    tr.append(el("td", label), number(hosts));
+    const where = el("td", label, "where");
+    where.title = title || label;
+    tr.append(where, number(hosts));
     for (const flavor of flavors) {
       const cell = number((fits || {})[flavor] ?? 0);
       cell.dataset.flavor = flavor;
@@ -89,7 +92,8 @@ function showFits(s) {
   }
   for (const agg of s.aggregates || []) {
     const zone = agg.availability_zone ? ` (zone ${agg.availability_zone})` : "";
-    row(`aggregate:${agg.uuid}`, `aggregate ${agg.name || agg.uuid}${zone}`, agg.hosts, agg.fits);
+    const label = `aggregate ${agg.name || agg.uuid.slice(0, 8) + "…"}${zone}`;
+    row(`aggregate:${agg.uuid}`, label, agg.hosts, agg.fits, agg.uuid);
   }
   $("fits").tBodies[0].replaceChildren(...rows);
 }

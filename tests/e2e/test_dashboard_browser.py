@@ -1,7 +1,8 @@
 """The dashboard as a person sees it: headless Chromium on the page of a real
 ``placement-api dashboard`` in front of a real API server with real data.
 
-The numbers on the page must be those of ``GET /capacity``; a claim made
+The numbers on the page must be those of ``GET /capacity`` (and the hosts
+down those of ``GET /heartbeats?alive=false``); a claim made
 through the API must show on the page without a reload; a screenshot is left
 in ``var/artifacts/`` for CI. Chromium and chromedriver are Debian's
 (``make chromium``); without them the test fails, it is never skipped.
@@ -56,9 +57,8 @@ for (const row of document.querySelectorAll('#hosts tbody tr')) {
     hosts[row.dataset.uuid][cell.dataset.rc || cell.dataset.flavor] = text(cell);
   }
 }
-return {fits, hosts, readAt: text(document.getElementById('read-at')),
-        liveness: text(document.getElementById('down-section')),
-        noReload: window.__sameDocument === true};
+const down = [...document.querySelectorAll('#down li[data-uuid]')].map((li) => li.dataset.uuid);
+return {fits, hosts, down: down.sort(), noReload: window.__sameDocument === true};
 """
 
 
@@ -126,7 +126,8 @@ def _aggregate(api: httpx.Client, provider: str, aggregate: str) -> None:
 
 
 def _cloud(api: httpx.Client) -> dict[str, str]:
-    """Three hosts in two aggregates, some of their capacity used, one over capacity."""
+    """Three hosts in two aggregates, some of their capacity used, one over capacity,
+    one whose agent stopped."""
     hosts = {
         "compute-1": _host(api, "compute-1", 16, 32768, 4.0),
         "compute-2": _host(api, "compute-2", 8, 16384, 1.0),
@@ -150,7 +151,21 @@ def _cloud(api: httpx.Client) -> dict[str, str]:
             },
         )
     )
+    # compute-1's agent reports hourly; compute-3's stopped after one beat (down
+    # after 3 missed seconds); compute-2 never sent one (unknown: not listed).
+    for name, interval in (("compute-1", 3600), ("compute-3", 1)):
+        _ok(api.put(f"/resource_providers/{hosts[name]}/heartbeat", json={"interval": interval}))
     return hosts
+
+
+def _until_down(api: httpx.Client, provider: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        down = _ok(api.get("/heartbeats", params={"alive": "false"}))["heartbeats"]
+        if any(beat["resource_provider_uuid"] == provider for beat in down):
+            return
+        time.sleep(0.5)
+    pytest.fail(f"the API never reported {provider} down")
 
 
 def _expected(api: httpx.Client) -> dict[str, Any]:
@@ -172,11 +187,13 @@ def _expected(api: httpx.Client) -> dict[str, Any]:
         for flavor, answer in fits.items():
             cells[flavor] = str(_fits_of(answer["hosts"], "uuid", host["uuid"]))
         shown["hosts"][host["uuid"]] = cells
+    down = _ok(api.get("/heartbeats", params={"alive": "false"}))["heartbeats"]
+    shown["down"] = sorted(beat["resource_provider_uuid"] for beat in down)
     return shown
 
 
 def _fits_of(groups: list[dict[str, Any]], key: str, value: str) -> int:
-    return next(group["fits"] for group in groups if group[key] == value)
+    return int(next(group["fits"] for group in groups if group[key] == value))
 
 
 @contextmanager
@@ -185,7 +202,8 @@ def _dashboard(api_url: str) -> Iterator[str]:
     flavors = [argument for name, r in FLAVORS.items() for argument in ("--flavor", f"{name}={r}")]
     process = subprocess.Popen(
         [sys.executable, "-m", "placement_api", "dashboard", "--port", str(port),
-         "--api-url", api_url, "--token", "admin", "--debounce", "0.2", *flavors],
+         "--api-url", api_url, "--token", "admin", "--debounce", "0.2",
+         "--liveness-interval", "1", *flavors],
         env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -224,7 +242,7 @@ def _page_shows(browser: webdriver.Chrome, expected: dict[str, Any]) -> dict[str
 
     def shows(driver: webdriver.Chrome) -> bool:
         seen.update(driver.execute_script(READ_PAGE))
-        return bool(seen["fits"] == expected["fits"] and seen["hosts"] == expected["hosts"])
+        return all(seen[key] == value for key, value in expected.items())
 
     try:
         WebDriverWait(browser, UPDATE_WITHIN, poll_frequency=0.25).until(shows)
@@ -244,11 +262,11 @@ def test_the_page_shows_the_capacity_report_and_follows_a_claim_without_reload(
         with _dashboard(server.url) as dashboard_url:
             browser.get(dashboard_url)
             browser.execute_script("window.__sameDocument = true;")
+            _until_down(api, hosts["compute-3"])
             before = _expected(api)
-            shown = _page_shows(browser, before)
+            assert before["down"] == [hosts["compute-3"]]
+            _page_shows(browser, before)
             assert "compute-3" in browser.find_element("id", "over").text
-            if api.get("/heartbeats").status_code == 404:
-                assert "Liveness not available" in shown["liveness"]
 
             _claim(api, hosts["compute-1"], 4, 8192)
             after = _expected(api)

@@ -136,7 +136,7 @@ def _cloud(api: httpx.Client) -> dict[str, str]:
     rack_a, rack_b = str(uuid.uuid4()), str(uuid.uuid4())
     for name, rack in (("compute-1", rack_a), ("compute-2", rack_a), ("compute-3", rack_b)):
         _aggregate(api, hosts[name], rack)
-    _claim(api, hosts["compute-1"], 10, 8192)
+    _claim(api, hosts["compute-1"], 18, 8192)  # beyond its 16 physical CPUs: overcommit
     _claim(api, hosts["compute-2"], 8, 4096)
     _claim(api, hosts["compute-3"], 4, 4096)
     # Fewer CPUs than are allocated: accepted, and the host is over capacity.

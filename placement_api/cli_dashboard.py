@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -18,6 +19,7 @@ from placement_client.auth import SETUP_ERRORS
 
 console = Console(stderr=True)
 DEFAULT_PORT = 8780
+SHUTDOWN_SECONDS = 2
 
 
 def dashboard(
@@ -71,7 +73,27 @@ def dashboard(
     )
     app = create_dashboard_app(live, on_close=client.aclose)
     console.print(f"Dashboard on http://{host}:{port}/")
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+    )
+    _DashboardServer(config, live).run()
+
+
+class _DashboardServer(uvicorn.Server):
+    """Ends the browsers' event streams when told to stop: they never end by themselves."""
+
+    def __init__(self, config: uvicorn.Config, live: LiveSnapshot) -> None:
+        super().__init__(config)
+        self._live = live
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._live.close_streams()
+        super().handle_exit(sig, frame)
 
 
 def register(app: typer.Typer) -> None:

@@ -62,13 +62,26 @@ class LiveSnapshot:
         self._read: tuple[Json, dict[str, Json]] | None = None
         self._error: str | None = None
         self._read_at: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closing = False  # set when the process stops: event streams end
 
     async def run(self) -> None:
         """Until cancelled."""
+        self._loop = asyncio.get_running_loop()
         async with asyncio.TaskGroup() as group:
             group.create_task(self._follow_feed())
             group.create_task(self._refresh_when_stale())
             group.create_task(self._poll_liveness())
+
+    def close_streams(self) -> None:
+        """From a signal handler: wake every event stream so that it ends (a server
+        would otherwise wait for the browsers to hang up before it stops)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._end_streams)
+
+    def _end_streams(self) -> None:
+        self.closing = True
+        self._wake()
 
     async def wait_newer(self, version: int, within: float) -> bool:
         """Whether a snapshot newer than ``version`` exists, waiting up to ``within`` seconds."""
@@ -164,6 +177,9 @@ class LiveSnapshot:
         else:
             usage, fits = self._read
             self.snapshot = build_snapshot(usage, fits, self._liveness, self._changes, **state)
+        self._wake()
+
+    def _wake(self) -> None:
         published, self._published = self._published, asyncio.Event()
         published.set()
 

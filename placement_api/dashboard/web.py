@@ -85,8 +85,8 @@ def create_dashboard_app(
         async def stream() -> AsyncIterator[bytes]:
             yield b"retry: 2000\n\n"
             version = -1
-            while not await request.is_disconnected():
-                if await live.wait_newer(version, KEEP_ALIVE_SECONDS):
+            while not (live.closing or await request.is_disconnected()):
+                if await live.wait_newer(version, KEEP_ALIVE_SECONDS) and not live.closing:
                     version = live.snapshot.version
                     yield b"event: snapshot\ndata: " + orjson.dumps({"version": version}) + b"\n\n"
                 else:

@@ -10,15 +10,15 @@ in ``var/artifacts/`` for CI. Chromium and chromedriver are Debian's
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -28,7 +28,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.support import databases
-from tests.support.server import free_port, live_server
+from tests.support.server import free_port, live_server, stop
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -200,30 +200,28 @@ def _fits_of(groups: list[dict[str, Any]], key: str, value: str) -> int:
 def _dashboard(api_url: str) -> Iterator[str]:
     port = free_port()
     flavors = [argument for name, r in FLAVORS.items() for argument in ("--flavor", f"{name}={r}")]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "placement_api", "dashboard", "--port", str(port),
-         "--api-url", api_url, "--token", "admin", "--debounce", "0.2",
-         "--liveness-interval", "1", *flavors],
-        env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for_first_read(url, process)
-        yield url
-    finally:
-        process.terminate()
+    # A file, not a pipe: nobody reads it until the end.
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "placement_api", "dashboard", "--port", str(port),
+             "--api-url", api_url, "--token", "admin", "--debounce", "0.2",
+             "--liveness-interval", "1", *flavors],
+            stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            _wait_for_first_read(url, process, log)
+            yield url
+        finally:
+            stop(process)
 
 
-def _wait_for_first_read(url: str, process: subprocess.Popen[bytes]) -> None:
+def _wait_for_first_read(url: str, process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            stderr = process.stderr.read().decode() if process.stderr else ""
+            log.seek(0)
+            stderr = log.read().decode(errors="replace")
             raise RuntimeError(f"dashboard exited with {process.returncode}: {stderr[-2000:]}")
         try:
             summary = httpx.get(f"{url}/api/summary", timeout=2).json()

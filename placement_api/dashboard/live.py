@@ -58,7 +58,7 @@ class LiveSnapshot:
         self._published = asyncio.Event()
         self._changes: collections.deque[Json] = collections.deque(maxlen=options.changes_kept)
         self._feed_index: int | None = None
-        self._liveness = Liveness(available=False)
+        self._liveness = Liveness(available=False, reason="not read yet")
         self._read: tuple[Json, dict[str, Json]] | None = None
         self._error: str | None = None
         self._read_at: str | None = None
@@ -107,6 +107,7 @@ class LiveSnapshot:
                 if error.status != GONE:
                     log.warning("following the change feed: %s", error)
                     await asyncio.sleep(self._options.retry_interval)
+                    self._stale.set()  # without the feed, re-read every retry interval
                 since = None  # start again from the current index, after a full re-read
                 continue
             changes: list[Json] = answer["changes"]
@@ -152,7 +153,7 @@ class LiveSnapshot:
                 liveness = await self._read_liveness()
             except PlacementError as error:
                 log.warning("reading heartbeats: %s", error)
-                liveness = Liveness(available=False)
+                liveness = Liveness(available=False, reason=str(error))
             if liveness != self._liveness:
                 self._liveness = liveness
                 self._publish()
@@ -162,7 +163,8 @@ class LiveSnapshot:
         try:
             answer: Json = await self._client.get("/heartbeats", params={"alive": "false"})
         except NotFound:
-            return Liveness(available=False)  # an API without heartbeats: unknown, not alive
+            # An API without heartbeats: liveness is unknown, not "all alive".
+            return Liveness(available=False, reason="this API answers no GET /heartbeats")
         return Liveness(available=True, now=answer["now"], down=tuple(answer["heartbeats"]))
 
     def _publish(self) -> None:

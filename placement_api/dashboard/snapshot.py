@@ -24,9 +24,10 @@ HEARTBEAT_KEYS = ("resource_provider_uuid", "name", "last_seen", "down_after")
 @dataclass(frozen=True)
 class Liveness:
     """``GET /heartbeats?alive=false``'s answer; ``available`` False when the API
-    has no such route (404): liveness is then unknown, not "all alive"."""
+    has no such route (404) or refused it: liveness is then unknown, not "all alive"."""
 
     available: bool
+    reason: str | None = None  # why it is not available
     now: str | None = None
     down: tuple[Json, ...] = ()
 
@@ -147,6 +148,7 @@ def _liveness(liveness: Liveness) -> Json:
     )
     return {
         "available": liveness.available,
+        "reason": liveness.reason,
         "now": liveness.now,
         "down_count": len(down),
         "down": [{key: beat.get(key) for key in HEARTBEAT_KEYS} for beat in down[:LISTED_AT_MOST]],

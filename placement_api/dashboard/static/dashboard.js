@@ -113,7 +113,8 @@ function showClasses(classes) {
 function showDown(liveness) {
   const list = [];
   if (!liveness || !liveness.available) {
-    $("liveness-note").textContent = "Liveness not available: this API answers no GET /heartbeats.";
+    const reason = liveness ? liveness.reason : "not read yet";
+    $("liveness-note").textContent = `Liveness not available: ${reason}.`;
     $("down-count").textContent = "";
   } else {
     $("liveness-note").textContent = liveness.down_count

@@ -2,10 +2,11 @@
 ``placement-api dashboard`` in front of a real API server with real data.
 
 The numbers on the page must be those of ``GET /capacity`` (and the hosts
-down those of ``GET /heartbeats?alive=false``); a claim made
-through the API must show on the page without a reload; a screenshot is left
-in ``var/artifacts/`` for CI. Chromium and chromedriver are Debian's
-(``make chromium``); without them the test fails, it is never skipped.
+down those of ``GET /heartbeats?alive=false``); a claim made through the API
+must show on the page without a reload; a screenshot is left in
+``var/artifacts/`` for CI; searching narrows the host table. Chromium and
+chromedriver are Debian's (``make chromium``); without them the test fails,
+it is never skipped.
 """
 
 from __future__ import annotations
@@ -274,3 +275,20 @@ def test_the_page_shows_the_capacity_report_and_follows_a_claim_without_reload(
 
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             browser.save_screenshot(str(ARTIFACTS / f"dashboard-{backend}.png"))
+
+            browser.find_element("id", "search").send_keys("compute-2")
+            _page_lists_only(browser, [hosts["compute-2"]])
+
+
+def _page_lists_only(browser: webdriver.Chrome, uuids: list[str]) -> None:
+    """Wait (bounded) until the host table lists exactly these hosts."""
+    listed: list[str] = []
+
+    def lists(driver: webdriver.Chrome) -> bool:
+        listed[:] = driver.execute_script(READ_PAGE)["hosts"]
+        return listed == uuids
+
+    try:
+        WebDriverWait(browser, UPDATE_WITHIN, poll_frequency=0.25).until(lists)
+    except TimeoutException:
+        pytest.fail(f"the search listed {listed}, not {uuids}")

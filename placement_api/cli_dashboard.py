@@ -32,7 +32,7 @@ def dashboard(
         str | None, typer.Option(help="Static X-Auth-Token (noauth2); else Keystone (OS_*).")
     ] = None,
     auth_config: Annotated[
-        Path | None, typer.Option(help="INI file with a Nova-style [placement] section.")
+        Path | None, typer.Option(help="INI file with a Nova-style \\[placement] section.")
     ] = None,
     auth_section: Annotated[str, typer.Option(help="Section of --auth-config.")] = "placement",
     flavor: Annotated[

@@ -14,9 +14,9 @@ end.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -243,9 +243,11 @@ def _serve_until_interrupted(dashboard_url: str, serve: bool) -> None:
     if not serve:
         return
     console.print("The API and the dashboard keep running: press Ctrl-C to stop them.")
-    with contextlib.suppress(KeyboardInterrupt):
-        while True:
-            time.sleep(3600)
+    # Waited for, not handled: Ctrl-C or a SIGTERM both end the wait, and the caller
+    # then stops everything it started.
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    signal.sigwait(stop_signals)
 
 
 def main(

@@ -81,7 +81,9 @@ def build_snapshot(
     }
     rows = tuple(sorted((_row(host, fits_by_host, down) for host in usage["hosts"]), key=_by_name))
     names = {row.uuid: row.name for row in rows}
-    over = [row for row in rows if row.over_capacity]
+    # Sharing providers (a disk pool) are not hosts, but can be over capacity too.
+    shared = (_row(provider, {}, set()) for provider in usage.get("sharing_providers") or [])
+    over = [row for row in (*rows, *shared) if row.over_capacity]
     summary = {
         "counting": usage.get("counting"),
         "host_count": len(rows),

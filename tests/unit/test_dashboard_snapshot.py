@@ -32,6 +32,9 @@ USAGE = {
     "aggregates": [{"uuid": "agg-1", "name": "rack1", "availability_zone": "az1", "hosts": 2}],
     "availability_zones": [{"name": "az1", "hosts": 2}],
     "counting": "root providers",
+    "sharing_providers": [
+        {"uuid": "u-pool", "name": "pool", "hosts": 2, "resources": {"DISK_GB": _figures(100, 120)}}
+    ],
 }
 FITS = {
     "one-cpu": {
@@ -65,11 +68,12 @@ def test_zones_and_aggregates_carry_each_flavors_fits():
     assert summary["aggregates"][0]["fits"] == {"one-cpu": 6}
 
 
-def test_hosts_with_negative_free_are_over_capacity():
+def test_hosts_and_sharing_providers_with_negative_free_are_over_capacity():
     summary = _snapshot().summary
-    assert summary["over_capacity"]["count"] == 1
-    assert [h["name"] for h in summary["over_capacity"]["hosts"]] == ["gamma"]
+    assert summary["over_capacity"]["count"] == 2
+    assert [h["name"] for h in summary["over_capacity"]["hosts"]] == ["gamma", "pool"]
     assert summary["over_capacity"]["hosts"][0]["classes"]["VCPU"]["free"] == -1
+    assert summary["host_count"] == 3  # the pool is not a host
 
 
 def test_down_hosts_come_from_the_heartbeats_and_unknown_liveness_says_so():

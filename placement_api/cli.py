@@ -129,6 +129,7 @@ def serve(
             http=PlacementHttpProtocol,
             timeout_keep_alive=settings.keep_alive_timeout,
             timeout_graceful_shutdown=settings.graceful_shutdown_timeout,
+            timeout_worker_healthcheck=settings.worker_healthcheck_timeout,
         )
 
 

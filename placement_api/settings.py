@@ -177,6 +177,15 @@ class Settings(BaseSettings):
             "(and their transactions rolled back)."
         ),
     )
+    worker_healthcheck_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "With several workers, how long a worker may take to answer the supervisor's "
+            "health check before it is restarted; start-up (imports, connecting) counts, "
+            "and takes seconds on a loaded host."
+        ),
+    )
     # The database's own limits.
     database_statement_timeout: float = Field(
         default=30.0,

@@ -1,0 +1,44 @@
+"""What plugins may read from Placement while they prepare a request.
+
+One object per scheduler, over its provider directory (names, trees,
+aggregates, consumer counts, where consumers run) and its client. Heartbeats
+are read through ``SchedulerPlacement.heartbeats`` when a plugin asks; how
+fresh they must be is the owner's choice (each request reads them here).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+
+from scheduler.placement.client import ProviderRecord, SchedulerPlacement
+from scheduler.placement.directory import ProviderDirectory
+from scheduler.placement.heartbeats import Clock, HeartbeatSnapshot
+
+
+class PlacementFacts:
+    def __init__(
+        self,
+        client: SchedulerPlacement,
+        directory: ProviderDirectory,
+        *,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self._client = client
+        self._directory = directory
+        self._clock = clock
+
+    async def providers(self, wanted: Iterable[str] = ()) -> Mapping[str, ProviderRecord]:
+        return await self._directory.providers(wanted)
+
+    async def uuid_named(self, name: str) -> str | None:
+        return await self._directory.uuid_named(name)
+
+    async def hosts_of_consumers(self, consumers: Iterable[str]) -> dict[str, set[str]]:
+        return await self._directory.hosts_of_consumers(consumers)
+
+    async def consumer_counts(self, hosts: list[str]) -> dict[str, int]:
+        return await self._directory.consumer_counts(hosts)
+
+    async def heartbeats(self) -> HeartbeatSnapshot:
+        return HeartbeatSnapshot.of(await self._client.heartbeats(), self._clock)

@@ -28,9 +28,10 @@ class RequestRefused(Exception):
     """A prepare hook found that nothing can satisfy the request."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StateKey(Generic[T_co]):
-    """A typed slot of a ``CycleState``; a plugin module owns its keys."""
+    """A typed slot of a ``CycleState``; a plugin module owns its keys (each key is
+    its own slot, whatever its name: the name is for messages)."""
 
     name: str
 

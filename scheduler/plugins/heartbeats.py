@@ -4,7 +4,7 @@ request (whichever plugin asks first) into the cycle state."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 
 from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.heartbeats import HeartbeatSnapshot
@@ -18,7 +18,8 @@ async def read_heartbeats(cycle: Cycle) -> None:
 
 
 def rfc3339(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
+    """As the API writes times: UTC, microseconds, ``Z``."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def missing_metrics(metrics: Mapping[str, float] | None, names: Mapping[str, float]) -> list[str]:

@@ -97,7 +97,7 @@ def test_a_host_past_down_after_is_rejected_and_a_silent_one_passes_unknown() ->
     assert reasons(hosts, context) == {
         "h0": "",
         "h1": "",
-        "h2": "agent down since 2026-11-23T11:50:00Z",
+        "h2": "agent down since 2026-11-23T11:50:00.000000Z",
         "h3": "liveness unknown: no heartbeat from this host",
     }
 
@@ -106,7 +106,7 @@ def test_liveness_follows_the_server_clock_forward_from_the_read() -> None:
     hosts, clock = cloud(), Clock()
     context = context_with(snapshot(hosts, clock))
     clock.now += 90  # 12:01:30 on the server's clock: h1 missed its heartbeats
-    assert reasons(hosts, context)["h1"] == "agent down since 2026-11-23T11:58:00Z"
+    assert reasons(hosts, context)["h1"] == "agent down since 2026-11-23T11:58:00.000000Z"
     assert reasons(hosts, context)["h0"] == ""
 
 

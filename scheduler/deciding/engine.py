@@ -114,7 +114,9 @@ class Scheduler:
             default_availability_zone=settings.default_availability_zone,
             cache_seconds=settings.provider_cache_seconds,
         )
-        self.facts = PlacementFacts(client, self.directory, clock=clock)
+        self.facts = PlacementFacts(
+            client, self.directory, heartbeats_max_age=settings.host_cache_seconds, clock=clock
+        )
         self.host_cache = HostCache(
             client,
             self.directory,

@@ -2,12 +2,15 @@
 
 One object per scheduler, over its provider directory (names, trees,
 aggregates, consumer counts, where consumers run) and its client. Heartbeats
-are read through ``SchedulerPlacement.heartbeats`` when a plugin asks; how
-fresh they must be is the owner's choice (each request reads them here).
+are read through ``SchedulerPlacement.heartbeats`` when a plugin asks, and the
+answer is reused for ``heartbeats_max_age`` seconds (the host cache's lifetime:
+the same bound on how late the scheduler sees changes), one read at a time. A
+reused answer still judges liveness at the current time (see ``heartbeats``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable, Mapping
 
@@ -22,11 +25,15 @@ class PlacementFacts:
         client: SchedulerPlacement,
         directory: ProviderDirectory,
         *,
+        heartbeats_max_age: float = 0.0,
         clock: Clock = time.monotonic,
     ) -> None:
         self._client = client
         self._directory = directory
         self._clock = clock
+        self._heartbeats_max_age = heartbeats_max_age
+        self._heartbeats: HeartbeatSnapshot | None = None
+        self._reading_heartbeats = asyncio.Lock()
 
     async def providers(self, wanted: Iterable[str] = ()) -> Mapping[str, ProviderRecord]:
         return await self._directory.providers(wanted)
@@ -41,4 +48,9 @@ class PlacementFacts:
         return await self._directory.consumer_counts(hosts)
 
     async def heartbeats(self) -> HeartbeatSnapshot:
-        return HeartbeatSnapshot.of(await self._client.heartbeats(), self._clock)
+        async with self._reading_heartbeats:  # concurrent requests share one read
+            last = self._heartbeats
+            if last is None or self._clock() - last.read_at > self._heartbeats_max_age:
+                last = HeartbeatSnapshot.of(await self._client.heartbeats(), self._clock)
+                self._heartbeats = last
+            return last

@@ -53,7 +53,7 @@ class HeartbeatSnapshot:
     @classmethod
     def of(cls, answer: HeartbeatsAnswer | None, clock: Clock) -> HeartbeatSnapshot:
         if answer is None:
-            return cls(clock=clock, supported=False)
+            return cls(read_at=clock(), clock=clock, supported=False)
         by_host = {beat.resource_provider_uuid: beat for beat in answer.heartbeats}
         return cls(by_host, answer.now, clock(), clock)
 

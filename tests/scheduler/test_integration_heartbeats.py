@@ -5,22 +5,13 @@ missed, and the metrics weigher prefers the idle host."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from typing import Any
-
-import pytest
 
 from scheduler.request.spec import ScheduleRequest
 from tests.scheduler.conftest import MakeScheduler
 from tests.scheduler.live import HEADERS, Cloud
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
-
-# GET /heartbeats comes with branch heartbeat; until it is merged these wait for it.
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("placement_api.routers.heartbeats") is None,
-    reason="this API has no GET /heartbeats yet (branch heartbeat)",
-)
 
 
 async def heartbeat(cloud: Cloud, host: str, interval: int, **metrics: float) -> dict[str, Any]:

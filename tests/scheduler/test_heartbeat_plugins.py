@@ -16,18 +16,10 @@ from scheduler.plugins.filters import metrics as metrics_filter
 from scheduler.plugins.heartbeats import HEARTBEATS
 from scheduler.plugins.weighers import metrics as metrics_weigher
 from scheduler.settings import SchedulerSettings
-from tests.scheduler.factories import Node, hosts_for
+from tests.scheduler.factories import Clock, Node, hosts_for
 
 NOW = "2026-11-23T12:00:00Z"
 RATIOS = {"cpu.percent": -1.0, "memory.used": -0.5}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def beat(host: HostState, last_seen: str, down_after: str, **metrics: float) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import httpx
 from scheduler.deciding.engine import Scheduler
 from scheduler.request.spec import ScheduleRequest
 from scheduler.settings import SchedulerSettings
+from tests.scheduler.factories import Clock
 from tests.scheduler.live import Cloud, scheduler_placement
 
 TTL = 30.0
@@ -24,14 +25,6 @@ class HeartbeatReads(httpx.AsyncHTTPTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self.count += request.url.path == "/heartbeats"
         return await super().handle_async_request(request)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def one() -> ScheduleRequest:

@@ -45,6 +45,8 @@ DEFAULT_FILTERS = [
     "force_hosts",
     "availability_zone",
     "compute_enabled",
+    "liveness",
+    "metrics",
     "image_properties",
     "same_host",
     "different_host",
@@ -57,6 +59,7 @@ DEFAULT_WEIGHERS = [
     "cpu",
     "disk",
     "instance_count",
+    "metrics",
     "server_group_soft_affinity",
     "server_group_soft_anti_affinity",
 ]
@@ -158,9 +161,29 @@ class SchedulerSettings(BaseSettings):
         default_factory=lambda: dict(DEFAULT_MULTIPLIERS),
         description="Multiplier per weigher name; 1.0 when absent.",
     )
-    strategy: Literal["spread", "pack"] = Field(
+    strategy: Literal["spread", "pack", "chance"] = Field(
         default="spread",
-        description="spread prefers hosts with the most free resources, pack the fewest.",
+        description=(
+            "spread prefers hosts with the most free resources, pack the fewest; chance "
+            "picks at random among every host that passes the filters, without weighing."
+        ),
+    )
+    metrics_weight_setting: Annotated[dict[str, float], NoDecode] = Field(
+        default_factory=dict,
+        description=(
+            "Metrics the metrics weigher sums, as name=ratio pairs like Nova's "
+            "weight_setting, e.g. `cpu.percent=-1.0,memory.used=-0.5` (names as hosts "
+            "report them with their heartbeats; a negative ratio prefers idle hosts). "
+            "Empty: the metrics weigher and filter do nothing."
+        ),
+    )
+    metrics_required: bool = Field(
+        default=False,
+        description=(
+            "Hosts without fresh values of every metric in metrics_weight_setting: "
+            "true rejects them (metrics filter), false weighs them lowest. Metrics are "
+            "fresh while the host's heartbeat is."
+        ),
     )
     max_instances_per_host: int = Field(
         default=50, ge=1, description="Limit of the max_instances_per_host filter."
@@ -220,6 +243,21 @@ class SchedulerSettings(BaseSettings):
         if isinstance(value, str):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
+
+    @field_validator("metrics_weight_setting", mode="before")
+    @classmethod
+    def _split_weight_setting(cls, value: object) -> object:
+        """``name=ratio,name=ratio`` as Nova writes it; a mapping is taken as it is."""
+        if not isinstance(value, str):
+            return value
+        pairs = [item.strip() for item in value.split(",") if item.strip()]
+        parsed: dict[str, str] = {}
+        for pair in pairs:
+            name, equals, ratio = pair.partition("=")
+            if not equals or not name.strip():
+                raise ValueError(f"{pair!r} is not name=ratio")
+            parsed[name.strip()] = ratio.strip()
+        return parsed
 
     @classmethod
     def settings_customise_sources(

@@ -59,9 +59,10 @@ class Chooser:
     ) -> list[WeighedHost]:
         """The hosts with room that every filter passes, best first; the report says why.
         Only the first ``feasible_hosts_to_score`` hosts found feasible are weighed."""
+        chance = self.settings.strategy == "chance"
         wanted = self.settings.feasible_hosts_to_score
-        if len(hosts) <= wanted:
-            wanted = 0  # all of them anyway: keep Placement's order
+        if len(hosts) <= wanted or chance:
+            wanted = 0  # all of them: keep Placement's order (chance picks among every one)
         start = self._next_start if wanted else 0
         found = feasible.search(
             self.pipeline,
@@ -87,7 +88,11 @@ class Chooser:
             raise UnplaceableError("capacity", emptied_by_capacity(report.capacity_rejected))
         if not found.feasible:
             raise UnplaceableError("filter", emptied_by_filter(report.filters[-1]))
-        weighed = self.pipeline.weigh(found.feasible, context, best=self._hosts_needed)
+        feasible_hosts = found.feasible
+        if chance:  # no weigher runs: the order is the random pick
+            feasible_hosts = self.rng.sample(feasible_hosts, len(feasible_hosts))
+            report.picked_at_random = True
+        weighed = self.pipeline.weigh(feasible_hosts, context, best=self._hosts_needed)
         report.weighed = [w.report() for w in weighed[: self.settings.explain_top_hosts]]
         return weighed
 

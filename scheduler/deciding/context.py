@@ -5,8 +5,8 @@ Where the facts come from:
 - server-group members: the consumers named in ``hints.group.members``
   (located through Placement ``GET /allocations/{consumer}``) plus the ones
   this scheduler placed in the group (``groups.GroupLedger``);
-- ``same_host`` / ``different_host``: the hosts Placement holds those
-  consumers' allocations on;
+- whatever else a plugin needs (``same_host`` targets, instance counts,
+  heartbeats): its own prepare hook reads it into ``state``;
 - availability zone and aggregate metadata: scheduler configuration keyed by
   Placement aggregate uuid (see ``settings``), membership read from Placement.
 """
@@ -17,6 +17,7 @@ from collections import ChainMap, Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from scheduler.deciding.cycle import CycleState
 from scheduler.request.spec import GroupPolicy, Hints, ImageProperties, ServerGroupHint
 
 
@@ -28,9 +29,8 @@ class SchedulingContext:
     image: ImageProperties | None = None
     max_instances_per_host: int = 50
     group_hosts: Counter[str] = field(default_factory=Counter)
-    # host uuid -> the hinted consumers that have allocations there
-    same_host_targets: dict[str, set[str]] = field(default_factory=dict)
-    different_host_targets: dict[str, set[str]] = field(default_factory=dict)
+    # What the plugins' prepare hooks read for this request (see ``cycle``).
+    state: CycleState = field(default_factory=CycleState)
     # Every candidate's name, shared with the host cache; names added go in front.
     host_names: ChainMap[str, str] = field(default_factory=ChainMap)
 

@@ -18,6 +18,10 @@ decided while a write is outstanding are written together (see
 A request is never refused on cached state alone: when an instance cannot
 be placed on an answer read before the request began, the candidates are
 read again and that instance is tried once more on the fresh answer.
+
+What plugins need besides the host states, they read in their prepare hooks
+(see ``cycle``) before the candidates are asked for; the query terms they add
+(``member_of``, ``in_tree``) narrow that query.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import logging
 import random
 import time
 from collections import ChainMap, Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from placement_client import PlacementError
@@ -35,6 +38,7 @@ from scheduler.claiming.claim import Claimer, ReleaseResult, attempt
 from scheduler.claiming.claim_batcher import ClaimBatcher
 from scheduler.deciding.choosing import Choice, Chooser, UnplaceableError
 from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle, CycleState, RequestRefused
 from scheduler.deciding.explain import (
     ClaimAttempt,
     Explanation,
@@ -49,6 +53,7 @@ from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.client import NewClaim, SchedulerPlacement
 from scheduler.placement.diagnose import diagnose
 from scheduler.placement.directory import ProviderDirectory
+from scheduler.placement.facts import PlacementFacts
 from scheduler.placement.host_cache import CandidateView, Clock, HostCache
 from scheduler.placement.host_state import HostState
 from scheduler.placement.query import QueryParams, candidates_query, query_string
@@ -81,6 +86,7 @@ class _Run:
     reads_before: int  # the cache's reads started before the request began
     view: CandidateView
     hosts: list[HostState]
+    cycle: Cycle
     forced: str = ""
     lost: set[str] = field(default_factory=set)
 
@@ -108,6 +114,9 @@ class Scheduler:
             default_availability_zone=settings.default_availability_zone,
             cache_seconds=settings.provider_cache_seconds,
         )
+        self.facts = PlacementFacts(
+            client, self.directory, heartbeats_max_age=settings.host_cache_seconds, clock=clock
+        )
         self.host_cache = HostCache(
             client,
             self.directory,
@@ -130,7 +139,7 @@ class Scheduler:
         instances = len(spec.consumer_uuids)
         try:
             run = await self._start(spec, explanation)
-            context = await self._context(spec, run.view.names)
+            context = await self._context(spec, run.view.names, run.cycle.state)
         except UnplaceableError as exc:
             explanation.failure = Failure(stage=exc.stage, reason=exc.reason)
             raise NoValidHostError(explanation, instances) from None
@@ -174,15 +183,22 @@ class Scheduler:
 
     async def _start(self, spec: ScheduleRequest, explanation: Explanation) -> _Run:
         started, reads_before = self.host_cache.now(), self.host_cache.reads_started
-        request = resource_request(spec, in_tree=await self._forced_tree(spec))
-        query = candidates_query(request, self.settings.max_allocation_candidates)
+        cycle = Cycle(spec, self.settings, self.facts)
+        try:
+            await self.pipeline.prepare(cycle)
+        except RequestRefused as refused:
+            raise UnplaceableError("request", str(refused)) from None
+        terms = cycle.terms
+        request = resource_request(spec, terms.in_tree, terms.member_of, terms.not_member_of)
+        limit = None if terms.unlimited else self.settings.max_allocation_candidates
+        query = candidates_query(request, limit)
         view = await self._view(query)
         if not view.hosts and view.read <= reads_before:
             view = await self._view(query, read_after=reads_before)  # nothing cached: ask again
         forced = ", ".join(spec.hints.force_hosts + spec.hints.force_nodes)
-        run = _Run(query, request, started, reads_before, view, list(view.hosts), forced)
+        run = _Run(query, request, started, reads_before, view, list(view.hosts), cycle, forced)
         await self._report_candidates(run, explanation)
-        await self._count_instances(run.hosts)
+        await self.pipeline.prepare_hosts(run.hosts, cycle)
         return run
 
     async def _view(self, query: QueryParams, read_after: int | None = None) -> CandidateView:
@@ -201,6 +217,7 @@ class Scheduler:
             ),
             allocation_requests=view.allocation_requests,
             hosts=view.hosts_found,
+            narrowed_by=run.cycle.terms.why,
             cache_age_seconds=None if run.read_for_it else round(run.started - view.fetched_at, 3),
         )
         explanation.placement = report
@@ -215,32 +232,9 @@ class Scheduler:
             f"({'; '.join(report.diagnosis)})",
         )
 
-    async def _count_instances(self, hosts: Sequence[HostState]) -> None:
-        """Consumer counts as this scheduler knows them now, when a plugin reads them."""
-        if not self.pipeline.needs_instance_counts:
-            return
-        counts = await self.directory.consumer_counts([host.uuid for host in hosts])
-        for host in hosts:
-            host.num_instances = counts[host.uuid]
-
-    async def _forced_tree(self, spec: ScheduleRequest) -> str | None:
-        """With one forced host, ask Placement about that tree only (so ``limit`` cannot
-        hide it); a forced name Placement does not know fails the request at once."""
-        hints = spec.hints
-        targets = hints.force_nodes or hints.force_hosts
-        if len(targets) != 1:
-            return None
-        providers = await self.directory.providers()
-        if targets[0] in providers:
-            return targets[0]
-        found = await self.directory.uuid_named(targets[0])
-        if found is None:
-            raise UnplaceableError(
-                "request", f"forced host {targets[0]} is not a resource provider in Placement"
-            )
-        return found
-
-    async def _context(self, spec: ScheduleRequest, names: dict[str, str]) -> SchedulingContext:
+    async def _context(
+        self, spec: ScheduleRequest, names: dict[str, str], state: CycleState
+    ) -> SchedulingContext:
         hints = spec.hints
         context = SchedulingContext(
             hints=hints,
@@ -249,6 +243,7 @@ class Scheduler:
             image=spec.image_properties,
             max_instances_per_host=self.settings.max_instances_per_host,
             host_names=ChainMap({}, names),
+            state=state,
         )
         if hints.group is not None:
             members = self.ledger.members(str(hints.group.uuid))
@@ -256,21 +251,12 @@ class Scheduler:
             for host, consumers in (await self.directory.hosts_of_consumers(unknown)).items():
                 members.update(dict.fromkeys(consumers, host))
             context.group_hosts = Counter(members.values())
-        if hints.same_host:
-            context.same_host_targets = await self.directory.hosts_of_consumers(
-                str(c) for c in hints.same_host
-            )
-        if hints.different_host:
-            context.different_host_targets = await self.directory.hosts_of_consumers(
-                str(c) for c in hints.different_host
-            )
         await self._name_hosts(context)
         return context
 
     async def _name_hosts(self, context: SchedulingContext) -> None:
         """Hosts named in explanations may lie outside the candidates (a full host)."""
-        mentioned = set(context.group_hosts) | set(context.same_host_targets)
-        unnamed = [host for host in mentioned if host not in context.host_names]
+        unnamed = [host for host in context.group_hosts if host not in context.host_names]
         if unnamed:
             records = await self.directory.providers()
             for host in unnamed:
@@ -299,7 +285,7 @@ class Scheduler:
         run.view = await self._view(run.query, read_after=run.reads_before)
         run.hosts = list(run.view.hosts)
         await self._report_candidates(run, explanation)
-        await self._count_instances(run.hosts)
+        await self.pipeline.prepare_hosts(run.hosts, run.cycle)
         context.host_names.maps.append(run.view.names)
         retry = InstanceExplanation(
             consumer_uuid=consumer, hosts_considered=len(run.hosts), claims=report.claims

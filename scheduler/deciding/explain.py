@@ -21,6 +21,12 @@ class RejectedHost(BaseModel):
     reason: str
 
 
+class HostNote(BaseModel):
+    host: str
+    uuid: str
+    note: str
+
+
 class FilterReport(BaseModel):
     name: str
     hosts_in: int
@@ -28,6 +34,10 @@ class FilterReport(BaseModel):
     rejected: list[RejectedHost] = Field(default_factory=list)
     rejected_not_listed: int = Field(default=0, description="Rejections beyond the listed ones.")
     skipped: str | None = Field(default=None, description="Why the filter did not run.")
+    noted: list[HostNote] = Field(
+        default_factory=list,
+        description="Hosts the filter passed with a remark (e.g. liveness unknown).",
+    )
 
     def reasons(self, limit: int = 3) -> str:
         listed = "; ".join(entry.reason for entry in self.rejected[:limit])
@@ -90,6 +100,13 @@ class InstanceExplanation(BaseModel):
         default_factory=list, description="The best hosts, best first."
     )
     chosen: HostWeights | None = None
+    picked_at_random: bool = Field(
+        default=False,
+        description=(
+            "Strategy chance: the hosts were ordered at random among every host that "
+            "passed the filters, without weighing."
+        ),
+    )
     claims: list[ClaimAttempt] = Field(default_factory=list)
 
 
@@ -104,6 +121,13 @@ class PlacementReport(BaseModel):
     request: PlacementQuery
     allocation_requests: int
     hosts: int
+    narrowed_by: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Query terms the filters added (member_of, in_tree, no limit) so that "
+            "limit cannot hide a host they would keep."
+        ),
+    )
     cache_age_seconds: float | None = Field(
         default=None,
         description=(

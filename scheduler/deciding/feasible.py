@@ -100,3 +100,4 @@ def _add_reports(
         room = max_rejections - len(into.rejected)
         into.rejected.extend(report.rejected[:room])
         into.rejected_not_listed += report.rejected_not_listed + len(report.rejected[room:])
+        into.noted.extend(report.noted[: max(0, max_rejections - len(into.noted))])

@@ -4,7 +4,11 @@ Each weigher's raw values are scaled over the hosts being weighed
 (lowest 0, highest 1; all equal gives 0 to all), multiplied by the
 configured multiplier and summed. The ``pack`` strategy negates the
 multipliers of resource weighers, so the same weighers bin-pack instead of
-spreading. A weigher with multiplier 0 is not run.
+spreading; the ``chance`` strategy runs no weigher. A weigher with multiplier
+0 is not run (nor prepared).
+
+Before a request's candidates are read, the plugins that will run prepare it
+(``prepare``), in the configured order: filters, then weighers.
 """
 
 from __future__ import annotations
@@ -14,10 +18,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduler.deciding.context import SchedulingContext
-from scheduler.deciding.explain import FilterReport, HostWeights, RejectedHost, WeightTerm
+from scheduler.deciding.cycle import Cycle
+from scheduler.deciding.explain import (
+    FilterReport,
+    HostNote,
+    HostWeights,
+    RejectedHost,
+    WeightTerm,
+)
 from scheduler.placement.host_state import HostState
 from scheduler.plugins import FILTERS, WEIGHERS
-from scheduler.plugins.base import HostFilter, HostWeigher
+from scheduler.plugins.base import HostFilter, HostWeigher, Plugin
 from scheduler.settings import SchedulerSettings
 
 FORCED_SKIP = "hosts are forced (force_hosts/force_nodes): filter not run"
@@ -116,7 +127,7 @@ class Pipeline:
         _check_known("weigher", settings.enabled_weighers, WEIGHERS)
         _check_known("weigher multiplier", list(settings.weigher_multipliers), WEIGHERS)
         weighers = []
-        for name in settings.enabled_weighers:
+        for name in [] if settings.strategy == "chance" else settings.enabled_weighers:
             plugin = WEIGHERS[name]()
             sign = -1.0 if settings.strategy == "pack" and plugin.follows_strategy else 1.0
             multiplier = settings.weigher_multipliers.get(name, 1.0) * sign
@@ -127,11 +138,19 @@ class Pipeline:
             settings.explain_max_rejections,
         )
 
-    @property
-    def needs_instance_counts(self) -> bool:
-        return any(f.needs_instance_counts for f in self.filters) or any(
-            w.plugin.needs_instance_counts for w in self.weighers
-        )
+    def _running(self, forced: bool) -> list[Plugin]:
+        filters = [f for f in self.filters if f.runs_on_forced_hosts or not forced]
+        return [*filters, *(w.plugin for w in self.weighers)]
+
+    async def prepare(self, cycle: Cycle) -> None:
+        """Every plugin that will run prepares the request, one after the other (the
+        query terms they add keep one order, so a request shape stays one shape)."""
+        for plugin in self._running(cycle.spec.hints.forces_hosts):
+            await plugin.prepare(cycle)
+
+    async def prepare_hosts(self, hosts: Sequence[HostState], cycle: Cycle) -> None:
+        for plugin in self._running(cycle.spec.hints.forces_hosts):
+            await plugin.prepare_hosts(hosts, cycle)
 
     def run_filters(
         self, hosts: list[HostState], context: SchedulingContext
@@ -163,11 +182,14 @@ class Pipeline:
             return hosts, FilterReport(name=host_filter.name, hosts_in=everyone, hosts_out=everyone)
         passed: list[HostState] = []
         rejected: list[RejectedHost] = []
+        noted: list[HostNote] = []
         rejections = 0
         for host in hosts:
             verdict = host_filter.verdict(host, context)
             if verdict.passed:
                 passed.append(host)
+                if verdict.reason and len(noted) < self.max_rejections:
+                    noted.append(HostNote(host=host.name, uuid=host.uuid, note=verdict.reason))
                 continue
             rejections += 1
             if len(rejected) < self.max_rejections:
@@ -178,6 +200,7 @@ class Pipeline:
             hosts_out=len(passed),
             rejected=rejected,
             rejected_not_listed=rejections - len(rejected),
+            noted=noted,
         )
         return passed, report
 

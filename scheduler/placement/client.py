@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from placement_client import Conflict, NotFound, PlacementClient
+from scheduler.placement.heartbeats import HeartbeatsAnswer
 
 
 class _Response(BaseModel):
@@ -150,6 +151,14 @@ class SchedulerPlacement:
     async def consumer_count(self, provider: str) -> int:
         body = await self.client.get(f"/resource_providers/{provider}/allocations")
         return len(body.get("allocations", {}))
+
+    async def heartbeats(self) -> HeartbeatsAnswer | None:
+        """Every host's last heartbeat; None when the API does not offer them (404)."""
+        try:
+            response = await self.client.request("GET", "/heartbeats")
+        except NotFound:
+            return None
+        return HeartbeatsAnswer.model_validate_json(response.content)
 
     async def ping(self) -> bool:
         return await self.client.ping()

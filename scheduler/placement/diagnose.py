@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from placement_client import PlacementError
 from scheduler.placement.client import SchedulerPlacement
-from scheduler.placement.query import QueryParams, resources_param
+from scheduler.placement.query import QueryParams, not_member_of_param, resources_param
 from scheduler.request.spec import RequestGroup, ResourceRequest
 
 
@@ -68,6 +68,14 @@ async def _unnumbered_constraints(client: SchedulerPlacement, group: RequestGrou
         )
         for any_of in group.member_of
     ]
+    if group.not_member_of:
+        probes.append(
+            (
+                [("member_of", not_member_of_param(group.not_member_of))],
+                f"every provider with room for {resources} is in one of aggregates "
+                f"{', '.join(sorted(group.not_member_of))}",
+            )
+        )
     if group.in_tree:
         probes.append(
             (

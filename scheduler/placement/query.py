@@ -2,7 +2,8 @@
 
 Each request group becomes ``resources<suffix>``, ``required<suffix>``
 (forbidden traits carry ``!``), one ``member_of<suffix>`` per any-of list
-(``in:`` when it has several aggregates) and ``in_tree<suffix>``.
+(``in:`` when it has several aggregates), forbidden aggregates as one
+``member_of<suffix>=!in:...`` and ``in_tree<suffix>``.
 """
 
 from __future__ import annotations
@@ -36,9 +37,15 @@ def group_params(group: RequestGroup) -> QueryParams:
     for any_of in group.member_of:
         value = any_of[0] if len(any_of) == 1 else "in:" + ",".join(any_of)
         params.append((f"member_of{suffix}", value))
+    if group.not_member_of:
+        params.append((f"member_of{suffix}", not_member_of_param(group.not_member_of)))
     if group.in_tree:
         params.append((f"in_tree{suffix}", group.in_tree))
     return params
+
+
+def not_member_of_param(aggregates: frozenset[str]) -> str:
+    return "!in:" + ",".join(sorted(aggregates))
 
 
 def resources_param(resources: dict[str, int]) -> str:

@@ -2,6 +2,9 @@
 
 Filters and weighers are small stateless classes. The pipeline decides order,
 normalisation, multipliers and the explanation; plugins only judge one host.
+A plugin that needs data besides the host state reads it in its ``prepare``
+hooks into the request's cycle state (see ``deciding.cycle``), and its verdict
+or weight reads it from ``context.state``.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState, free_per_host
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     passed: bool
+    # Why a host was rejected; for a host that passes, a note the explanation lists.
     reason: str = ""
 
 
@@ -28,13 +33,25 @@ def reject(reason: str) -> Verdict:
     return Verdict(passed=False, reason=reason)
 
 
-class HostFilter(ABC):
+def pass_noting(note: str) -> Verdict:
+    return Verdict(passed=True, reason=note)
+
+
+class Plugin:
     name: ClassVar[str]
     description: ClassVar[str]
+
+    async def prepare(self, cycle: Cycle) -> None:
+        """Once per request, before Placement is asked: read what the plugin needs into
+        ``cycle.state``, narrow the query (``cycle.terms``) or refuse the request."""
+
+    async def prepare_hosts(self, hosts: Sequence[HostState], cycle: Cycle) -> None:
+        """Each time the request's candidate hosts are read: per-host facts."""
+
+
+class HostFilter(Plugin, ABC):
     # Forced hosts skip filters, except the ones that say which hosts are forced or ignored.
     runs_on_forced_hosts: ClassVar[bool] = False
-    # Instance counts cost a Placement read per host; only fetched when a plugin needs them.
-    needs_instance_counts: ClassVar[bool] = False
 
     def applies(self, context: SchedulingContext) -> bool:
         """False when the request gives this filter nothing to check, so every host
@@ -45,12 +62,9 @@ class HostFilter(ABC):
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict: ...
 
 
-class HostWeigher(ABC):
-    name: ClassVar[str]
-    description: ClassVar[str]
+class HostWeigher(Plugin, ABC):
     # Resource weighers flip sign when the strategy is "pack".
     follows_strategy: ClassVar[bool] = False
-    needs_instance_counts: ClassVar[bool] = False
 
     def applies(self, context: SchedulingContext) -> bool:
         """False when every host would weigh 0 for this request (nothing is asked)."""

@@ -9,6 +9,7 @@ properties, flavor extra specs).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal, Self
@@ -148,6 +149,7 @@ class RequestGroup:
     forbidden: frozenset[str] = frozenset()
     member_of: tuple[tuple[str, ...], ...] = ()
     in_tree: str | None = None
+    not_member_of: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -160,8 +162,15 @@ class ResourceRequest:
         return next(group for group in self.groups if not group.suffix)
 
 
-def resource_request(spec: ScheduleRequest, in_tree: str | None = None) -> ResourceRequest:
-    """Merge the flavor's amounts and traits with the explicit ones (explicit win)."""
+def resource_request(
+    spec: ScheduleRequest,
+    in_tree: str | None = None,
+    member_of: Sequence[tuple[str, ...]] = (),
+    not_member_of: Iterable[str] = (),
+) -> ResourceRequest:
+    """Merge the flavor's amounts and traits with the explicit ones (explicit win);
+    ``in_tree`` and the aggregate terms (from the plugins' prepare hooks) go to the
+    unnumbered group."""
     from_flavor = flavor_groups(spec.flavor) if spec.flavor else None
     resources = dict(from_flavor.resources if from_flavor else {})
     resources.update(spec.resources)
@@ -175,8 +184,10 @@ def resource_request(spec: ScheduleRequest, in_tree: str | None = None) -> Resou
             resources=resources,
             required=frozenset(required),
             forbidden=frozenset(forbidden),
-            member_of=tuple(tuple(str(a) for a in any_of) for any_of in spec.member_of),
+            member_of=tuple(tuple(str(a) for a in any_of) for any_of in spec.member_of)
+            + tuple(member_of),
             in_tree=in_tree,
+            not_member_of=frozenset(not_member_of),
         )
     ]
     groups.extend(_granular(spec, from_flavor.granular if from_flavor else ()))

@@ -19,6 +19,16 @@ from scheduler.placement.host_state import HostMetadata, HostState, build_hosts
 NAMESPACE = uuid.UUID("6f1c1c52-3a43-4a57-9b55-2a8f1d0b8e51")
 
 
+class Clock:
+    """A monotonic clock the test moves (``now``)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def uuid_of(name: str) -> str:
     return str(uuid.uuid5(NAMESPACE, name))
 

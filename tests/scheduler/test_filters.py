@@ -9,6 +9,7 @@ from scheduler.deciding.context import SchedulingContext
 from scheduler.placement.host_state import HostState
 from scheduler.plugins import FILTERS
 from scheduler.plugins.base import HostFilter
+from scheduler.plugins.filters import different_host, same_host
 from scheduler.request.spec import Hints, ImageProperties, ServerGroupHint
 from tests.scheduler.factories import Node, context_naming, hosts_for
 
@@ -109,9 +110,9 @@ def test_image_architecture_needs_the_matching_trait_with_aliases() -> None:
 
 def test_same_host_keeps_hosts_running_a_named_consumer() -> None:
     hosts = three_hosts()
-    other = str(uuid.uuid4())
-    context = context_naming(
-        hosts, hints=Hints(same_host=[uuid.UUID(other)]), same_host_targets={hosts[1].uuid: {other}}
+    context = SchedulingContext(hints=Hints(same_host=[uuid.uuid4()]))
+    context.state.write(
+        same_host.TARGETS, same_host.SameHostTargets(frozenset({hosts[1].uuid}), "host-2")
     )
     assert verdicts("same_host", hosts, context) == {
         "host-1": "same_host: the named consumers run on host-2, not here",
@@ -122,6 +123,7 @@ def test_same_host_keeps_hosts_running_a_named_consumer() -> None:
 
 def test_same_host_rejects_all_when_the_consumers_run_nowhere() -> None:
     context = SchedulingContext(hints=Hints(same_host=[uuid.uuid4()]))
+    context.state.write(same_host.TARGETS, same_host.SameHostTargets(frozenset(), ""))
     reasons = set(verdicts("same_host", three_hosts(), context).values())
     assert reasons == {"same_host: none of the named consumers has allocations anywhere"}
 
@@ -129,10 +131,8 @@ def test_same_host_rejects_all_when_the_consumers_run_nowhere() -> None:
 def test_different_host_rejects_hosts_running_a_named_consumer() -> None:
     hosts = three_hosts()
     other = str(uuid.uuid4())
-    context = SchedulingContext(
-        hints=Hints(different_host=[uuid.UUID(other)]),
-        different_host_targets={hosts[0].uuid: {other}},
-    )
+    context = SchedulingContext(hints=Hints(different_host=[uuid.UUID(other)]))
+    context.state.write(different_host.TARGETS, {hosts[0].uuid: {other}})
     assert verdicts("different_host", hosts, context) == {
         "host-1": f"different_host: consumer {other} runs here",
         "host-2": None,

@@ -258,10 +258,10 @@ async def test_availability_zone_comes_from_configured_aggregates(
     )
     result = await scheduler.schedule(spec(availability_zone="az1"))
     assert result.selections[0].provider.uuid == inside
-    report = next(
-        f for f in result.explanation.instances[0].filters if f.name == "availability_zone"
-    )
-    assert [r.reason for r in report.rejected] == ["availability zone: host is in nova, not az1"]
+    placement = result.explanation.placement
+    assert placement is not None
+    assert f"member_of={zone}" in placement.request.query
+    assert placement.narrowed_by == [f"availability zone az1: member_of=in:{zone}"]
     flavored = ScheduleRequest.model_validate(
         {
             "flavor": {"vcpus": 1, "memory_mb": 512, "extra_specs": {"storage": "ssd"}},

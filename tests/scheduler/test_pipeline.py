@@ -111,7 +111,6 @@ def test_multipliers_scale_each_weigher_and_zero_disables_it() -> None:
         weigher_multipliers={"ram": 2.5, "instance_count": 0},
     )
     assert [w.plugin.name for w in chosen.weighers] == ["ram"]
-    assert not chosen.needs_instance_counts
     weighed = chosen.weigh(hosts, SchedulingContext())
     medium = next(w for w in weighed if w.host.name == "medium")
     assert medium.total == pytest.approx(2.5 * (16384 - 8192) / (65536 - 8192))

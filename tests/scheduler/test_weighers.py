@@ -37,10 +37,9 @@ def test_resource_weighers_see_what_earlier_instances_consumed() -> None:
     assert WEIGHERS["ram"]().raw_weight(host, SchedulingContext()) == before - 512
 
 
-def test_instance_count_weigher_returns_the_count_and_needs_counts() -> None:
+def test_instance_count_weigher_returns_the_count() -> None:
     (host,) = hosts_for([Node("host-1", num_instances=7)], REQUEST)
     assert WEIGHERS["instance_count"]().raw_weight(host, SchedulingContext()) == 7
-    assert WEIGHERS["instance_count"].needs_instance_counts
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,9 @@ from scheduler.plugins.filters.different_host import DifferentHostFilter
 from scheduler.plugins.filters.force_hosts import ForceHostsFilter
 from scheduler.plugins.filters.ignore_hosts import IgnoreHostsFilter
 from scheduler.plugins.filters.image_properties import ImagePropertiesFilter
+from scheduler.plugins.filters.liveness import LivenessFilter
 from scheduler.plugins.filters.max_instances_per_host import MaxInstancesPerHostFilter
+from scheduler.plugins.filters.metrics import MetricsFilter
 from scheduler.plugins.filters.same_host import SameHostFilter
 from scheduler.plugins.filters.server_group_affinity import ServerGroupAffinityFilter
 from scheduler.plugins.filters.server_group_anti_affinity import ServerGroupAntiAffinityFilter
@@ -18,6 +20,8 @@ ALL_FILTERS: tuple[type[HostFilter], ...] = (
     ForceHostsFilter,
     AvailabilityZoneFilter,
     ComputeEnabledFilter,
+    LivenessFilter,
+    MetricsFilter,
     ImagePropertiesFilter,
     SameHostFilter,
     DifferentHostFilter,

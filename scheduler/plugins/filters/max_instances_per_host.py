@@ -1,18 +1,24 @@
 """At most ``max_instances_per_host`` consumers per host. A host's count is the
 number of consumers with allocations on its root provider, read from
-Placement and kept current for the scheduler's own claims (see ``directory``)."""
+Placement when the hosts are read (see ``instance_counts``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+from scheduler.plugins.instance_counts import count_instances
 
 
 class MaxInstancesPerHostFilter(HostFilter):
     name = "max_instances_per_host"
     description = "Removes hosts that already run max_instances_per_host consumers."
-    needs_instance_counts = True
+
+    async def prepare_hosts(self, hosts: Sequence[HostState], cycle: Cycle) -> None:
+        await count_instances(hosts, cycle)
 
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
         count = host.num_instances or 0

@@ -4,6 +4,7 @@ from scheduler.plugins.base import HostWeigher
 from scheduler.plugins.weighers.cpu import CpuWeigher
 from scheduler.plugins.weighers.disk import DiskWeigher
 from scheduler.plugins.weighers.instance_count import InstanceCountWeigher
+from scheduler.plugins.weighers.metrics import MetricsWeigher
 from scheduler.plugins.weighers.ram import RamWeigher
 from scheduler.plugins.weighers.server_group_soft_affinity import ServerGroupSoftAffinityWeigher
 from scheduler.plugins.weighers.server_group_soft_anti_affinity import (
@@ -15,6 +16,7 @@ ALL_WEIGHERS: tuple[type[HostWeigher], ...] = (
     CpuWeigher,
     DiskWeigher,
     InstanceCountWeigher,
+    MetricsWeigher,
     ServerGroupSoftAffinityWeigher,
     ServerGroupSoftAntiAffinityWeigher,
 )

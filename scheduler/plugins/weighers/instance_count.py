@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import HostWeigher
+from scheduler.plugins.instance_counts import count_instances
 
 
 class InstanceCountWeigher(HostWeigher):
     name = "instance_count"
     description = "More consumers on the host weighs more; use a negative multiplier to spread."
-    needs_instance_counts = True
+
+    async def prepare_hosts(self, hosts: Sequence[HostState], cycle: Cycle) -> None:
+        await count_instances(hosts, cycle)
 
     def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
         return float(host.num_instances or 0)

@@ -1,0 +1,36 @@
+"""A host whose agent stopped sending heartbeats (``GET /heartbeats``: now is past
+its ``down_after``) is not chosen. Hosts that never sent one pass: their
+liveness is unknown, and the explanation says so."""
+
+from __future__ import annotations
+
+from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
+from scheduler.placement.host_state import HostState
+from scheduler.plugins.base import PASS, HostFilter, Verdict, pass_noting, reject
+from scheduler.plugins.heartbeats import HEARTBEATS, read_heartbeats, rfc3339
+
+NO_HEARTBEAT = "liveness unknown: no heartbeat from this host"
+NO_HEARTBEATS_API = "liveness unknown: Placement offers no GET /heartbeats"
+
+
+class LivenessFilter(HostFilter):
+    name = "liveness"
+    description = "Removes hosts whose agent has missed its heartbeats (GET /heartbeats)."
+
+    async def prepare(self, cycle: Cycle) -> None:
+        await read_heartbeats(cycle)
+
+    def applies(self, context: SchedulingContext) -> bool:
+        return HEARTBEATS in context.state
+
+    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+        heartbeats = context.state.read(HEARTBEATS)
+        if not heartbeats.supported:
+            return pass_noting(NO_HEARTBEATS_API)
+        if host.uuid not in heartbeats.by_host:
+            return pass_noting(NO_HEARTBEAT)
+        down_since = heartbeats.down_since(host.uuid)
+        if down_since is not None:
+            return reject(f"agent down since {rfc3339(down_since)}")
+        return PASS

@@ -210,6 +210,24 @@ class SchedulerSettings(BaseSettings):
             "this bounds how late the scheduler sees other writers' changes."
         ),
     )
+    host_cache_source: Literal["feed", "timer"] = Field(
+        default="feed",
+        description=(
+            "feed: keep cached candidates current by following Placement's change feed "
+            "(GET /changes), read again only when a write may change which hosts they list, "
+            "a claim is refused or the feed has a gap; host_cache_seconds applies only while "
+            "the feed does not answer, and always when Placement has no feed (upstream). "
+            "timer: re-read every host_cache_seconds."
+        ),
+    )
+    changes_wait_seconds: int = Field(
+        default=30,
+        ge=1,
+        le=3600,
+        description=(
+            "How long one GET /changes waits for a change (at most half of request_timeout)."
+        ),
+    )
     host_cache_shapes: int = Field(
         default=32, ge=1, description="Request shapes whose candidates are kept at once."
     )

@@ -3,7 +3,8 @@ filters, weighers, random pick among the best, claim -> selections.
 
 The candidates come from the ``HostCache``: at most one GET
 /allocation_candidates per request (with one instance's amounts), none while
-a cached answer for the same shape is fresh. Every instance sees the
+a cached answer for the same shape is current (kept so by following the
+change feed, which ``start`` begins; see ``host_cache``). Every instance sees the
 consumption of the ones before it, and of earlier requests (in the shared
 ``UsageBook`` and the context). A request is all or nothing. The instances of
 a multi-instance request are first decided in memory and claimed together in
@@ -50,6 +51,7 @@ from scheduler.deciding.explain import (
 )
 from scheduler.deciding.ledger import GroupLedger
 from scheduler.deciding.pipeline import Pipeline
+from scheduler.placement.change_feed import ChangeFollower
 from scheduler.placement.client import NewClaim, SchedulerPlacement
 from scheduler.placement.diagnose import diagnose
 from scheduler.placement.directory import ProviderDirectory
@@ -124,6 +126,11 @@ class Scheduler:
             shapes=settings.host_cache_shapes,
             clock=clock,
         )
+        self.feed = ChangeFollower(
+            client,
+            self.host_cache,
+            wait=min(settings.changes_wait_seconds, int(settings.request_timeout / 2)),
+        )
         self.ledger = GroupLedger()
         self.claims = ClaimBatcher(
             client,
@@ -133,6 +140,15 @@ class Scheduler:
         )
         self.claimer = Claimer(client, self.claims, attempts=settings.claim_attempts)
         self.chooser = Chooser(settings, self.pipeline, rng or random.Random())
+
+    async def start(self) -> None:
+        """Begin keeping the host cache current from Placement's change feed (the
+        cache lives on its timer when not started, or without the feed)."""
+        if self.settings.host_cache_source == "feed":
+            await self.feed.start()
+
+    async def aclose(self) -> None:
+        await self.feed.aclose()
 
     async def schedule(self, spec: ScheduleRequest) -> ScheduleResponse:
         explanation = Explanation()
@@ -311,10 +327,11 @@ class Scheduler:
             run.lost.update(claim.lost)
             run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
         for host in claim.stale:
-            self.host_cache.lost(host)
+            await self.host_cache.lost(host)
         if claim.host is None or claim.request is None or claim.reservation is None:
             raise UnplaceableError("claim", claim.why_unclaimed())
         chosen = claim.host
+        self.host_cache.claimed(consumer, claim.reservation)
         context.record_placement(chosen.uuid, chosen.name)
         self.directory.note_consumer(chosen.uuid, +1)
         report.chosen = next(w.report() for w in weighed if w.host is chosen)
@@ -353,6 +370,7 @@ class Scheduler:
             refusal = replace(outcome, detail=why)
             return [], {c.consumer: attempt(c.host, refusal) for c in chosen}
         for choice, report in zip(chosen, reports, strict=True):
+            self.host_cache.claimed(choice.consumer, choice.reservation)
             report.claims.append(attempt(choice.host, outcome))
             self.directory.note_consumer(choice.host.uuid, +1)
         explanation.instances.extend(reports)

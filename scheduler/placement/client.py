@@ -91,6 +91,14 @@ class ClaimOutcome:
     batch_refused: str = ""
 
 
+@dataclass(frozen=True)
+class ChangesPage:
+    """One answer of ``GET /changes``: the feed's head and the changes after ``since``."""
+
+    index: int
+    changes: list[Mapping[str, Any]]
+
+
 class SchedulerPlacement:
     def __init__(self, client: PlacementClient) -> None:
         self.client = client
@@ -159,6 +167,24 @@ class SchedulerPlacement:
         except NotFound:
             return None
         return HeartbeatsAnswer.model_validate_json(response.content)
+
+    async def changes(self, since: int | None, *, wait: int = 0, limit: int = 1000) -> ChangesPage:
+        """The changes after ``since`` (None: only the head), waiting up to ``wait``
+        seconds for one; 410 (``PlacementError``) when they were pruned."""
+        params: dict[str, int] = {"limit": limit, "wait": wait}
+        if since is not None:
+            params["since"] = since
+        body = await self.client.get("/changes", params=params)
+        return ChangesPage(int(body["index"]), list(body["changes"]))
+
+    async def provider_figures(self, provider: str) -> dict[str, tuple[int, int]]:
+        """(capacity, used) per resource class of one provider, as Placement has them."""
+        inventories = await self.client.get(f"/resource_providers/{provider}/inventories")
+        usages = (await self.client.get(f"/resource_providers/{provider}/usages"))["usages"]
+        return {
+            rc: (int((r["total"] - r["reserved"]) * r["allocation_ratio"]), usages.get(rc, 0))
+            for rc, r in inventories["inventories"].items()
+        }
 
     async def ping(self) -> bool:
         return await self.client.ping()

@@ -10,6 +10,11 @@
   ``GET /resource_providers/{uuid}/allocations`` per host, cached, and kept
   current for the claims and releases this scheduler makes itself;
 - where consumers run: ``GET /allocations/{consumer}``, mapped to roots.
+
+While the host cache follows the change feed it passes each page on
+(``apply``): names, trees and memberships are updated from the entries,
+counts of the hosts a write touched are dropped (read again when needed),
+and nothing expires on the clock; a gap in the feed drops everything.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar
 
 from scheduler.placement.client import ProviderRecord, SchedulerPlacement
+from scheduler.placement.feed_effects import Effects
 from scheduler.placement.host_state import HostMetadata
 from scheduler.settings import AggregateConfig
 
@@ -49,9 +55,41 @@ class ProviderDirectory:
         self._members: dict[str, frozenset[str]] = {}
         self._members_at: float | None = None
         self._counts: dict[str, tuple[int, float]] = {}
+        self._live = False  # kept current by the change feed: no expiry
 
     def _stale(self, at: float | None) -> bool:
-        return at is None or self._clock() - at > self._ttl
+        return at is None or (not self._live and self._clock() - at > self._ttl)
+
+    def apply(self, effects: Effects) -> None:
+        """A page of the change feed: the directory is current with it."""
+        for uuid, facts in effects.providers.items():
+            if facts is None:
+                self._providers.pop(uuid, None)
+                continue
+            generation = self._providers[uuid].generation if uuid in self._providers else 0
+            self._providers[uuid] = ProviderRecord(
+                uuid=uuid,
+                name=facts.name,
+                generation=generation,
+                parent_provider_uuid=facts.parent_uuid,
+                root_provider_uuid=facts.root_uuid,
+            )
+        for uuid, aggregates in effects.aggregates.items():
+            self._members = {
+                aggregate: members | {uuid} if aggregate in aggregates else members - {uuid}
+                for aggregate, members in self._members.items()
+            }
+        for provider in effects.used:
+            record = self._providers.get(provider)
+            self._counts.pop(record.root_provider_uuid if record else provider, None)
+
+    def following(self, live: bool) -> None:
+        self._live = live
+
+    def forget(self) -> None:
+        """Changes were missed: read everything again when next needed."""
+        self._providers_at = self._members_at = None
+        self._counts.clear()
 
     async def providers(self, wanted: Iterable[str] = ()) -> Mapping[str, ProviderRecord]:
         """All providers; re-read when stale or when one of ``wanted`` is unknown."""

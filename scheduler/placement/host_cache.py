@@ -3,23 +3,38 @@
 As in Nova's HostManager or the Kubernetes scheduler's cache, decisions are
 computed in memory from state read earlier. Each distinct candidates query
 (the request's *shape*: amounts, traits, aggregates, tree, limit) keeps the
-host states built from its last answer, and reads Placement again when
+host states built from its last answer. Usage is one ``UsageBook`` for every
+shape: a claim made through one shape is seen by the others.
 
-- the answer is older than its lifetime: ``ttl`` seconds
-  (``host_cache_seconds``) less up to a fifth at random, so schedulers that
-  started together do not all read again at the same moment;
-- Placement refused a claim (409) on one of its hosts: this scheduler's view
-  of that host was stale, so the host is left out of every answer read
-  before the refusal, and the next decision of that shape reads again;
+Following the change feed (``following(True)``, see ``change_feed``), the
+cache is kept current by Placement's own account of every write, and an
+answer is read again only when
+
+- a write may have changed which hosts it lists: a provider of the answer
+  was deleted, renamed or re-parented, or its traits or aggregates changed
+  (any such change, for a shape with required traits, aggregates or a
+  tree), or a provider the answer lacks got inventory of a class the shape
+  asks for; usage and the capacity of listed providers are updated in
+  place, without a read;
+- the feed had a gap (``resync``): everything is read again;
 - the caller needs an answer read after a given point (``reads_started``):
   a request is only refused (no valid host) on candidates read for it (see
-  ``engine``).
+  ``engine``), which is also how hosts beyond the answer's ``limit`` that
+  gained room are found.
 
-Usage is one ``UsageBook`` for every shape: a claim made through one shape is
-seen by the others, and each answer refreshes the providers it summarises.
+A claim Placement refuses (409) means the figures of that host were behind:
+its providers' inventories and usages are read again. The scheduler's own
+claims count at once and until their feed entry arrives, then once (see
+``host_state``). Without the feed (upstream Placement, or the feed not
+answering) an answer lives ``ttl`` seconds (``host_cache_seconds``) less up
+to a fifth at random, a 409 leaves the host out of every answer read
+before it and has the next decision of that shape read again.
+
 Nothing here decides correctness. Placement's claim (``PUT /allocations``
 with ``consumer_generation: null``) is atomic and refuses whatever no longer
 fits, so a stale cache costs a retry on the next host, never an overcommit.
+Every method runs on the scheduler's event loop and changes the cache
+without awaiting in between, so a decision never sees half an update.
 """
 
 from __future__ import annotations
@@ -33,11 +48,22 @@ from dataclasses import dataclass, field
 
 from scheduler.placement.client import SchedulerPlacement
 from scheduler.placement.directory import ProviderDirectory
-from scheduler.placement.host_state import HostState, UsageBook, build_hosts, requests_by_host
+from scheduler.placement.feed_effects import Change, Effects, effects_of
+from scheduler.placement.host_state import (
+    HostState,
+    Reservation,
+    UsageBook,
+    build_hosts,
+    requests_by_host,
+)
 
 Shape = tuple[tuple[str, str], ...]
 Clock = Callable[[], float]
 JITTER = 0.2
+# Own claims whose feed entry has not come yet, and consumers whose entry came
+# recently (a claim's entry may arrive before Placement's answer to the claim).
+MAX_AWAITED = 10_000
+FILTERING = ("required", "member_of", "in_tree")
 
 
 @dataclass(frozen=True)
@@ -60,7 +86,10 @@ class _Entry:
     fetched_at: float
     expires_at: float
     names: dict[str, str]
-    uuids: frozenset[str] = field(default_factory=frozenset)
+    uuids: frozenset[str] = field(default_factory=frozenset)  # hosts
+    providers: frozenset[str] = field(default_factory=frozenset)  # every summarised one
+    classes: frozenset[str] = field(default_factory=frozenset)  # asked for by the shape
+    filtering: bool = False  # the shape names traits, aggregates or a tree
     stale: bool = False
 
 
@@ -85,8 +114,13 @@ class HostCache:
         self._entries: OrderedDict[Shape, _Entry] = OrderedDict()
         self._reading: dict[Shape, asyncio.Lock] = {}
         self._reads = 0
-        # host -> reads started before Placement refused a claim on it
+        # host -> reads started before Placement refused a claim on it (timer only)
         self._lost: dict[str, int] = {}
+        self._live = False  # following the change feed
+        self._index = 0  # the last feed index applied
+        self._reshaped_at = 0  # the feed index of the last change to which hosts are listed
+        self._awaited: OrderedDict[str, Reservation] = OrderedDict()
+        self._echoed: OrderedDict[str, None] = OrderedDict()
 
     def now(self) -> float:
         return self._clock()
@@ -94,6 +128,10 @@ class HostCache:
     @property
     def reads_started(self) -> int:
         return self._reads
+
+    @property
+    def live(self) -> bool:
+        return self._live
 
     async def view(
         self, query: Sequence[tuple[str, str]], *, read_after: int | None = None
@@ -113,30 +151,88 @@ class HostCache:
         self._entries.move_to_end(shape)
         return self._view_of(entry)
 
-    def lost(self, host: str) -> None:
+    def claimed(self, consumer: str, reservation: Reservation) -> None:
+        """Placement wrote the claim: held until its feed entry comes (at once
+        without the feed: the next read shows it)."""
+        if not self._live or consumer in self._echoed:
+            self._echoed.pop(consumer, None)
+            reservation.settle()
+            return
+        self._awaited[consumer] = reservation
+        while len(self._awaited) > MAX_AWAITED:
+            self._awaited.popitem(last=False)[1].settle()
+
+    async def lost(self, host: str) -> None:
         """Placement refused a claim on ``host``: what is cached about it is stale."""
+        if self._live:
+            await self._read_again(self._tree_of(host))
+            return
         self._lost[host] = self._reads
         for entry in self._entries.values():
             if host in entry.uuids:
                 entry.stale = True
 
     def invalidate(self) -> None:
-        """Capacity changed in a way not seen here (claims given back): read again."""
+        """Capacity changed in a way not seen here (claims given back): read again.
+        The feed reports it, when followed."""
+        if not self._live:
+            self._mark_stale(lambda entry: True)
+
+    # The change feed's reader (``change_feed.FeedReader``).
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        effects = effects_of(changes)
+        self._index = effects.index
+        for consumer in effects.consumers:
+            reservation = self._awaited.pop(consumer, None)
+            if reservation is None:
+                self._remember_echo(consumer)
+            else:
+                reservation.settle()
+        for provider, capacity in effects.capacity.items():
+            self._book.take_capacity(provider, capacity, effects.index)
+        for provider, used in effects.used.items():
+            self._book.take_used(provider, used, effects.index)
+        if effects.structural:
+            self._reshaped_at = effects.index
+            self._mark_stale(lambda entry: _reshapes(entry, effects))
+        self._directory.apply(effects)
+
+    def resync(self, index: int) -> None:
+        self._index = self._reshaped_at = index
+        while self._awaited:  # any read from now on includes them
+            self._awaited.popitem()[1].settle()
+        self._echoed.clear()
+        self._book.forget_indexes()
+        self._mark_stale(lambda entry: True)
+        self._directory.forget()
+
+    def following(self, live: bool) -> None:
+        self._live = live
+        self._directory.following(live)
+
+    def _remember_echo(self, consumer: str) -> None:
+        self._echoed[consumer] = None
+        if len(self._echoed) > MAX_AWAITED:
+            self._echoed.popitem(last=False)
+
+    def _mark_stale(self, affected: Callable[[_Entry], bool]) -> None:
         for entry in self._entries.values():
-            entry.stale = True
+            if affected(entry):
+                entry.stale = True
 
     def _usable(self, entry: _Entry | None, read_after: int | None) -> bool:
-        if entry is None or entry.stale or self._clock() > entry.expires_at:
+        if entry is None or entry.stale or (not self._live and self._clock() > entry.expires_at):
             return False
         return read_after is None or entry.read > read_after
 
     async def _read(self, shape: Shape) -> _Entry:
         self._reads += 1
-        read, started = self._reads, self._clock()
+        read, started, index = self._reads, self._clock(), self._index
         response = await self._client.allocation_candidates(shape)
         by_host = requests_by_host(response)
         metadata = await self._directory.metadata(list(by_host), with_counts=False)
-        self._book.refresh(response.provider_summaries)
+        self._book.refresh(response.provider_summaries, index)
         hosts = build_hosts(response, metadata, self._book, by_host=by_host)
         entry = _Entry(
             hosts=hosts,
@@ -146,10 +242,26 @@ class HostCache:
             expires_at=started + self._ttl * (1 - JITTER * self._rng.random()),
             names={host.uuid: host.name for host in hosts},
             uuids=frozenset(by_host),
+            providers=frozenset(response.provider_summaries),
+            classes=_classes(shape),
+            filtering=any(name.startswith(FILTERING) for name, _ in shape),
+            stale=self._reshaped_at > index,  # the hosts listed changed during the read
         )
         self._entries[shape] = entry
         self._evict()
         return entry
+
+    async def _read_again(self, providers: Sequence[str]) -> None:
+        index = self._index
+        for provider in providers:
+            figures = await self._client.provider_figures(provider)
+            self._book.take(provider, figures, index)
+
+    def _tree_of(self, host: str) -> tuple[str, ...]:
+        for entry in reversed(self._entries.values()):
+            if host in entry.uuids:
+                return next(h.tree for h in entry.hosts if h.uuid == host)
+        return (host,)
 
     def _evict(self) -> None:
         while len(self._entries) > self._shapes:
@@ -171,3 +283,23 @@ class HostCache:
             fetched_at=entry.fetched_at,
             names=entry.names,
         )
+
+
+def _classes(shape: Shape) -> frozenset[str]:
+    """The resource classes a shape asks for (``resources<suffix>=RC:N,...``)."""
+    return frozenset(
+        amount.split(":", 1)[0]
+        for name, value in shape
+        if name.startswith("resources")
+        for amount in value.split(",")
+    )
+
+
+def _reshapes(entry: _Entry, effects: Effects) -> bool:
+    """Whether the changes may make the answer list other hosts."""
+    if effects.reshaped and (entry.filtering or not entry.providers.isdisjoint(effects.reshaped)):
+        return True
+    return any(
+        provider not in entry.providers and not entry.classes.isdisjoint(capacity)
+        for provider, capacity in effects.capacity.items()
+    )

@@ -9,9 +9,12 @@ the book, so the next instance (of this request or a later one) sees what is
 left. A newer answer replaces the usage of the providers it summarises.
 
 Consuming returns a ``Reservation``: when the claim it was made for fails,
-undoing it gives the amounts back. Undo works on the ``Usage`` records it
-changed, so after a refresh has replaced them (the new figures come from
-Placement and never held the failed claim) undoing changes nothing.
+undoing it gives the amounts back. Until Placement's figures include a
+claim (its echo in the change feed, or at once without the feed) its
+amounts are also *held*: Placement's newer figures replace ``used`` but the
+held amounts stay on top, so a claim in flight is neither lost nor, once
+Placement reports it, counted twice. A settled reservation is Placement's
+to give back (its feed entry, or the next read).
 
 Facts Placement's answer does not carry (the provider's name, its
 aggregates, availability zone and aggregate metadata, how many consumers it
@@ -33,10 +36,17 @@ Needs = tuple[tuple[str, str, int], ...]
 _NONE: Mapping[str, Usage] = {}
 
 
-@dataclass
+@dataclass(slots=True)
 class Usage:
     capacity: int
-    used: int
+    used: int  # Placement's figure plus ``held``
+    held: int = 0  # reserved here, not yet in Placement's figure
+    index: int = 0  # the change feed index Placement's figure is current to
+
+    def take(self, capacity: int, used: int, index: int) -> None:
+        """Placement's figures as of feed ``index``, unless newer ones were taken."""
+        if index >= self.index:
+            self.capacity, self.used, self.index = capacity, used + self.held, index
 
     @property
     def free(self) -> int:
@@ -84,10 +94,51 @@ class UsageBook:
                     return f"{rc} needs {amount}, {free} left on provider {rp}"
         return None
 
-    def refresh(self, summaries: Mapping[str, ProviderSummary]) -> None:
-        """Take Placement's newer figures for the providers it summarised."""
+    def knows(self, provider: str) -> bool:
+        return provider in self._usage
+
+    def refresh(self, summaries: Mapping[str, ProviderSummary], index: int = 0) -> None:
+        """Take Placement's figures for the providers it summarised, read when the feed
+        stood at ``index`` (figures the feed brought since are newer: kept)."""
         for rp, summary in summaries.items():
-            self._usage[rp] = {rc: Usage(r.capacity, r.used) for rc, r in summary.resources.items()}
+            self.take(rp, {rc: (r.capacity, r.used) for rc, r in summary.resources.items()}, index)
+
+    def take(self, provider: str, figures: Mapping[str, tuple[int, int]], index: int) -> None:
+        """(capacity, used) per class of a provider, as of feed ``index``."""
+        book = self._usage.setdefault(provider, {})
+        for rc, (capacity, used) in figures.items():
+            usage = book.get(rc)
+            if usage is None:
+                book[rc] = Usage(capacity, used, index=index)
+            else:
+                usage.take(capacity, used, index)
+
+    def take_used(self, provider: str, used: Mapping[str, int], index: int) -> None:
+        """Placement's usage of a known provider after a write (feed ``index``)."""
+        book = self._usage.get(provider)
+        if book is None:
+            return
+        for rc, amount in used.items():
+            usage = book.get(rc)
+            if usage is not None:
+                usage.take(usage.capacity, amount, index)
+
+    def take_capacity(self, provider: str, capacity: Mapping[str, int], index: int) -> None:
+        """A known provider's whole inventory changed: classes absent have none now."""
+        book = self._usage.get(provider)
+        if book is None:
+            return
+        for rc in book.keys() - capacity.keys():
+            book[rc].take(0, book[rc].used - book[rc].held, index)
+        for rc, amount in capacity.items():
+            usage = book.setdefault(rc, Usage(amount, 0, index=index))
+            usage.take(amount, usage.used - usage.held, index)
+
+    def forget_indexes(self) -> None:
+        """The feed starts again (a gap): the next figures read replace these."""
+        for usages in self._usage.values():
+            for usage in usages.values():
+                usage.index = 0
 
     def consume(self, request: AllocationRequest) -> list[tuple[Usage, int]]:
         taken = []
@@ -95,6 +146,7 @@ class UsageBook:
             for rc, amount in allocation.resources.items():
                 usage = self._usage.setdefault(rp, {}).setdefault(rc, Usage(0, 0))
                 usage.used += amount
+                usage.held += amount
                 taken.append((usage, amount))
         return taken
 
@@ -106,15 +158,26 @@ class Reservation:
     host: HostState
     taken: list[tuple[Usage, int]]
     undone: bool = False
+    settled: bool = False
 
     def undo(self) -> None:
         if self.undone:
             return
         self.undone = True
-        for usage, amount in self.taken:
-            usage.used -= amount
+        if not self.settled:
+            for usage, amount in self.taken:
+                usage.used -= amount
+                usage.held -= amount
         if self.host.num_instances is not None:
             self.host.num_instances -= 1
+
+    def settle(self) -> None:
+        """Placement's figures include the claim now: nothing is held for it."""
+        if self.settled or self.undone:
+            return
+        self.settled = True
+        for usage, amount in self.taken:
+            usage.held -= amount
 
 
 @dataclass(frozen=True)

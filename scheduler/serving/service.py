@@ -180,10 +180,12 @@ def create_app(
                 settings.auth_options(), timeout=settings.request_timeout, transport=transport
             )
         )
-        app.state.scheduler = Scheduler(settings, client, pipeline=pipeline)
+        app.state.scheduler = scheduler = Scheduler(settings, client, pipeline=pipeline)
+        await scheduler.start()
         try:
             yield
         finally:
+            await scheduler.aclose()
             await client.aclose()
 
     app = FastAPI(

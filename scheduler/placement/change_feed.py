@@ -1,0 +1,133 @@
+"""Following Placement's change feed (``GET /changes``, docs/changes.md) for the host cache.
+
+One ``ChangeFollower`` per scheduler, started and stopped with it. It asks
+for the changes after the last index it applied, holding the request open
+(``wait``) until one commits, and hands each page to its ``FeedReader`` (the
+host cache) in one call, so a decision never sees half a page applied. A 410
+(the changes it needs were pruned) or a page that does not start right after
+its index is a gap: the reader drops everything it derived from the feed
+(``resync``) and the follower resumes from the feed's head. Without the feed
+(a 404: upstream Placement; a 403: a token the policy refuses it) the
+follower stops for good and says so: the cache then lives on its timer.
+While Placement cannot be reached the reader is told (``following(False)``),
+so the cache falls back to its timer until the feed answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Sequence
+from typing import Protocol
+
+from placement_client import Forbidden, NotFound, PlacementError
+from scheduler.placement.client import SchedulerPlacement
+from scheduler.placement.feed_effects import Change
+
+LOG = logging.getLogger(__name__)
+GONE = 410
+
+
+class FeedReader(Protocol):
+    def apply(self, changes: Sequence[Change]) -> None:
+        """Changes in index order, each carrying the state after its write."""
+
+    def resync(self, index: int) -> None:
+        """What the feed said before ``index`` may be missing: read it all again."""
+
+    def following(self, live: bool) -> None:
+        """Whether the feed is being followed (False: changes may be missed for now)."""
+
+
+class ChangeFollower:
+    def __init__(
+        self,
+        client: SchedulerPlacement,
+        reader: FeedReader,
+        *,
+        wait: int,
+        page: int = 1000,
+        retry_seconds: float = 1.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._client = client
+        self._reader = reader
+        self._wait = wait
+        self._page = page
+        self._retry = retry_seconds
+        self._rng = rng or random.Random()
+        self._task: asyncio.Task[None] | None = None
+        self.index: int | None = None  # the last index applied
+
+    async def start(self) -> bool:
+        """Find the feed's head and follow it from there; False when Placement has no
+        feed for this scheduler (the cache then keeps its timer)."""
+        try:
+            head = await self._client.changes(None)
+        except (NotFound, Forbidden) as exc:
+            LOG.warning(
+                "Placement offers no change feed to this scheduler (%s): the host cache "
+                "refreshes on its timer (host_cache_seconds)",
+                exc,
+            )
+            return False
+        self.index = head.index
+        self._reader.resync(head.index)
+        self._reader.following(True)
+        self._task = asyncio.create_task(self._follow(), name="placement-change-feed")
+        return True
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        self._reader.following(False)
+
+    async def _follow(self) -> None:
+        failures = 0
+        while True:
+            try:
+                await self._next_page()
+            except PlacementError as exc:
+                failures += 1
+                if failures == 1:
+                    LOG.warning("change feed unavailable, cache on its timer meanwhile: %s", exc)
+                    self._reader.following(False)
+                await asyncio.sleep(self._backoff(failures))
+                continue
+            if failures:
+                LOG.info("change feed followed again")
+                self._reader.following(True)
+                failures = 0
+
+    async def _next_page(self) -> None:
+        assert self.index is not None
+        try:
+            page = await self._client.changes(self.index, wait=self._wait, limit=self._page)
+        except PlacementError as exc:
+            if exc.status != GONE:
+                raise
+            await self._gap(f"the changes after {self.index} were pruned")
+            return
+        changes = page.changes
+        if changes and int(changes[0]["index"]) != self.index + 1:
+            await self._gap(f"the feed jumped from {self.index} to {changes[0]['index']}")
+        elif changes:
+            self._reader.apply(changes)
+            self.index = int(changes[-1]["index"])
+        elif page.index < self.index:
+            await self._gap(f"the feed's head {page.index} is behind {self.index} (restored?)")
+
+    async def _gap(self, why: str) -> None:
+        """Changes were missed: resume from the head, everything derived from the feed
+        dropped. The head is read first, so whatever commits meanwhile is replayed."""
+        LOG.warning("change feed gap (%s): the host cache reads everything again", why)
+        head = await self._client.changes(None)
+        self._reader.resync(head.index)
+        self.index = head.index
+
+    def _backoff(self, failures: int) -> float:
+        delay: float = min(30.0, self._retry * 2 ** min(failures - 1, 5))
+        return delay * (0.5 + self._rng.random() / 2)

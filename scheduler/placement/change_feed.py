@@ -58,6 +58,7 @@ class ChangeFollower:
         self._retry = retry_seconds
         self._rng = rng or random.Random()
         self._task: asyncio.Task[None] | None = None
+        self._progress = asyncio.Condition()
         self.index: int | None = None  # the last index applied
 
     async def start(self) -> bool:
@@ -78,6 +79,11 @@ class ChangeFollower:
         self._task = asyncio.create_task(self._follow(), name="placement-change-feed")
         return True
 
+    async def reached(self, index: int) -> None:
+        """Return once every change up to ``index`` has been applied."""
+        async with self._progress:
+            await self._progress.wait_for(lambda: self.index is not None and self.index >= index)
+
     async def aclose(self) -> None:
         if self._task is not None:
             self._task.cancel()
@@ -90,6 +96,8 @@ class ChangeFollower:
         while True:
             try:
                 await self._next_page()
+                async with self._progress:
+                    self._progress.notify_all()
             except PlacementError as exc:
                 failures += 1
                 if failures == 1:

@@ -8,8 +8,9 @@ replaces an earlier one and applying a page twice changes nothing.
   the consumer, so that this scheduler's own claims are recognised;
 - ``inventory``: the provider's whole inventory, as capacities
   (``(total - reserved) * allocation_ratio``, as Placement shows them);
-- ``resource_provider``, ``trait``, ``aggregate``: the provider's candidates
-  may be different now (name, tree, traits, aggregates, or gone);
+- ``resource_provider`` (but ``created``: no inventory yet), ``trait``,
+  ``aggregate``: the provider's candidates may be different now (name,
+  tree, traits, aggregates, or gone);
 - ``resource_class`` and the trait catalogue change nothing cached.
 """
 
@@ -73,7 +74,8 @@ def _inventory(change: Change, effects: Effects) -> None:
 
 def _provider(change: Change, effects: Effects) -> None:
     uuid = str(change["uuid"])
-    effects.reshaped.add(uuid)
+    if change["action"] != "created":  # a new provider has no inventory: no candidate yet
+        effects.reshaped.add(uuid)
     if change["action"] == "deleted":
         effects.providers[uuid] = None
         effects.capacity.pop(uuid, None)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -63,6 +63,7 @@ JITTER = 0.2
 # Own claims whose feed entry has not come yet, and consumers whose entry came
 # recently (a claim's entry may arrive before Placement's answer to the claim).
 MAX_AWAITED = 10_000
+RESHAPING_KEPT = 64
 FILTERING = ("required", "member_of", "in_tree")
 
 
@@ -118,7 +119,9 @@ class HostCache:
         self._lost: dict[str, int] = {}
         self._live = False  # following the change feed
         self._index = 0  # the last feed index applied
-        self._reshaped_at = 0  # the feed index of the last change to which hosts are listed
+        # The latest pages that may change which hosts an answer lists, to judge the
+        # answers whose read was under way when they came.
+        self._reshaping: deque[Effects] = deque(maxlen=RESHAPING_KEPT)
         self._awaited: OrderedDict[str, Reservation] = OrderedDict()
         self._echoed: OrderedDict[str, None] = OrderedDict()
 
@@ -194,12 +197,13 @@ class HostCache:
         for provider, used in effects.used.items():
             self._book.take_used(provider, used, effects.index)
         if effects.structural:
-            self._reshaped_at = effects.index
+            self._reshaping.append(effects)
             self._mark_stale(lambda entry: _reshapes(entry, effects))
         self._directory.apply(effects)
 
     def resync(self, index: int) -> None:
-        self._index = self._reshaped_at = index
+        self._index = index
+        self._reshaping.clear()
         while self._awaited:  # any read from now on includes them
             self._awaited.popitem()[1].settle()
         self._echoed.clear()
@@ -245,11 +249,19 @@ class HostCache:
             providers=frozenset(response.provider_summaries),
             classes=_classes(shape),
             filtering=any(name.startswith(FILTERING) for name, _ in shape),
-            stale=self._reshaped_at > index,  # the hosts listed changed during the read
         )
+        entry.stale = self._reshaped_since(entry, index)
         self._entries[shape] = entry
         self._evict()
         return entry
+
+    def _reshaped_since(self, entry: _Entry, index: int) -> bool:
+        """Whether pages applied after ``index`` (during the entry's read) may change
+        which hosts it lists; when too many came to tell, they may."""
+        kept = self._reshaping
+        if len(kept) == kept.maxlen and kept[0].index > index:
+            return True
+        return any(_reshapes(entry, effects) for effects in kept if effects.index > index)
 
     async def _read_again(self, providers: Sequence[str]) -> None:
         index = self._index

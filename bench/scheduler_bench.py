@@ -10,7 +10,9 @@ decision latency, the claim conflict rate (claims Placement refused with 409
 / claims tried), how many decisions read candidates from Placement instead
 of the cache, and the CPU time per placement of the scheduler process, of
 the API processes and of the database server's backends (PostgreSQL; SQLite
-runs inside the API). Afterwards the database itself is checked: no
+runs inside the API). Each configuration runs with the host cache on its
+timer and following the change feed (``--cache``), one right after the
+other, so their ratio is measured under the same load. Afterwards the database itself is checked: no
 inventory over capacity, every ``inventories.used`` equal to the sum of its
 allocations, every successful placement holding exactly its allocation and
 no other consumer holding anything. Allocations are then removed in the
@@ -20,6 +22,7 @@ database directly (fast; cleaning up is not what is measured).
     python bench/scheduler_bench.py --backend postgresql,sqlite --hosts 1000,5000 \\
         --schedulers 1,4,16 --instances 500
     python bench/scheduler_bench.py --per-request 10     # multi-instance requests
+    python bench/scheduler_bench.py --cache feed          # the feed-following cache only
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from scheduler.settings import SchedulerSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scheduler_bench_infra as infra
+from scheduler_bench_report import RunResult, comparison, goals, markdown, print_run
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
 FLAVORS = [
@@ -59,38 +63,6 @@ FLAVORS = [
     {"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 40},
     {"VCPU": 4, "MEMORY_MB": 8192, "DISK_GB": 80},
 ]
-
-
-@dataclass
-class RunResult:
-    backend: str
-    hosts: int
-    schedulers: int
-    shared: bool
-    per_request: int
-    requested: int
-    placed: int = 0
-    no_valid_host: int = 0
-    placement_errors: int = 0  # requests failed (and rolled back) on a Placement error
-    seconds: float = 0.0
-    placements_per_second: float = 0.0
-    latency_p50_ms: float = 0.0
-    latency_p95_ms: float = 0.0
-    claims: int = 0
-    conflicts: int = 0
-    conflict_rate: float = 0.0
-    claims_per_write: float = 0.0  # mean claims per Placement write of a placed consumer
-    decisions: int = 0
-    candidate_reads: int = 0
-    scheduler_cpu_ms: float = 0.0  # per placement
-    api_cpu_ms: float = 0.0
-    db_cpu_ms: float = 0.0
-    over_capacity: list[str] = field(default_factory=list)
-    wrong_allocations: list[str] = field(default_factory=list)
-
-    @property
-    def verified(self) -> bool:
-        return not self.over_capacity and not self.wrong_allocations
 
 
 @dataclass
@@ -178,6 +150,7 @@ class _Config:
     shared: bool
     instances: int
     per_request: int
+    cache: str
     max_seconds: float
     settings: dict[str, Any]
 
@@ -191,12 +164,17 @@ async def _run(server: infra.Server, config: _Config, engine: AsyncEngine, seed:
         )
         for _ in range(max(1, config.instances // per_request))
     ]
-    settings = SchedulerSettings(api_url=server.url, **config.settings)
+    settings = SchedulerSettings(
+        api_url=server.url, host_cache_source=config.cache, **config.settings
+    )
     clients = [
         SchedulerPlacement(PlacementClient.with_token(server.url, "admin"))
         for _ in range(1 if config.shared else k)
     ]
     schedulers = [Scheduler(settings, c, rng=random.Random(i)) for i, c in enumerate(clients)]
+    await asyncio.gather(*(scheduler.start() for scheduler in schedulers))
+    if config.cache == "feed" and not all(s.host_cache.live for s in schedulers):
+        raise RuntimeError("the scheduler does not follow the change feed")
     await _warm(schedulers)
     api_pids, db_pids = infra.process_tree(server.pid), await infra.database_pids(server)
     own, api, db = _own_cpu(), infra.cpu_seconds(api_pids), infra.cpu_seconds(db_pids)
@@ -212,6 +190,8 @@ async def _run(server: infra.Server, config: _Config, engine: AsyncEngine, seed:
         infra.cpu_used(api, infra.cpu_seconds(api_pids)),
         infra.cpu_used(db, infra.cpu_seconds(db_pids | await infra.database_pids(server))),
     )
+    for scheduler in schedulers:
+        await scheduler.aclose()
     for client in clients:
         await client.aclose()
     result = _summarise(config, workers, seconds)
@@ -249,6 +229,7 @@ def _summarise(config: _Config, workers: list[_Worker], seconds: float) -> RunRe
         schedulers=config.schedulers,
         shared=config.shared,
         per_request=config.per_request,
+        cache=config.cache,
         requested=config.instances,
         seconds=round(seconds, 2),
     )
@@ -261,6 +242,7 @@ def _summarise(config: _Config, workers: list[_Worker], seconds: float) -> RunRe
     result.claims = sum(w.claims for w in workers)
     result.conflicts = sum(w.conflicts for w in workers)
     result.conflict_rate = round(result.conflicts / max(1, result.claims), 4)
+    result.conflicts_per_placement = round(result.conflicts / max(1, result.placed), 3)
     result.claims_per_write = round(sum(w.written_with for w in workers) / max(1, result.placed), 1)
     result.decisions = len(latencies)
     result.candidate_reads = sum(w.reads for w in workers)
@@ -282,60 +264,13 @@ def _bench_hosts(
         try:
             for seed, config in enumerate(configs):
                 result = await _run(server, config, engine, seed)
-                _print(result)
+                print_run(result)
                 results.append(result)
         finally:
             await engine.dispose()
         return results
 
     return asyncio.run(run_all())
-
-
-def _print(result: RunResult) -> None:
-    status = "ok" if result.verified else "FAILED VERIFICATION"
-    print(
-        f"  K={result.schedulers:<3}{_mode(result)} x{result.per_request} placed {result.placed}/"
-        f"{result.requested} ({result.no_valid_host} no valid host, {result.placement_errors} "
-        f"Placement errors) in {result.seconds:.1f}s: "
-        f"{result.placements_per_second}/s, p50 {result.latency_p50_ms} ms, "
-        f"p95 {result.latency_p95_ms} ms, conflicts {result.conflicts}/{result.claims}, "
-        f"claims/write {result.claims_per_write}, "
-        f"reads {result.candidate_reads}/{result.decisions}, CPU ms/placement scheduler "
-        f"{result.scheduler_cpu_ms} api {result.api_cpu_ms} db {result.db_cpu_ms}; "
-        f"verification {status}",
-        flush=True,
-    )
-    for problem in (result.over_capacity + result.wrong_allocations)[:10]:
-        print(f"    {problem}")
-
-
-def _mode(result: RunResult) -> str:
-    return " shared" if result.shared else ""
-
-
-def _failures(result: RunResult) -> str:
-    refused, errors = result.no_valid_host, result.placement_errors
-    return f" ({refused} no valid host, {errors} errors)" if refused or errors else ""
-
-
-def markdown(results: list[RunResult]) -> str:
-    lines = [
-        "| backend | hosts | K | instances/request | placed | placements/s | p50 ms | p95 ms "
-        "| conflicts | claims/write | candidates reads | CPU ms/placement: scheduler / API / DB "
-        "| verified |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
-    ]
-    for r in results:
-        lines.append(
-            f"| {r.backend} | {r.hosts} | {r.schedulers}{_mode(r)} | {r.per_request} "
-            f"| {r.placed}{_failures(r)} "
-            f"| {r.placements_per_second} | {r.latency_p50_ms} | {r.latency_p95_ms} "
-            f"| {r.conflict_rate:.1%} ({r.conflicts}/{r.claims}) | {r.claims_per_write} "
-            f"| {r.candidate_reads}/{r.decisions} "
-            f"| {r.scheduler_cpu_ms} / {r.api_cpu_ms} / {r.db_cpu_ms} "
-            f"| {'yes' if r.verified else 'NO'} |"
-        )
-    return "\n".join(lines)
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -348,6 +283,18 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--api-workers", type=int, default=1, help="placement-api --workers.")
     parser.add_argument("--max-seconds", type=float, default=120, help="Time cap per run.")
     parser.add_argument("--cache-seconds", type=float, help="Scheduler host_cache_seconds.")
+    parser.add_argument(
+        "--cache",
+        default="timer,feed",
+        help="Host cache sources to compare, run one after the other (timer, feed).",
+    )
+    parser.add_argument(
+        "--separate-up-to",
+        type=int,
+        default=16,
+        help="Run K>1 as separate schedulers only up to this K (each reads its own "
+        "candidates at start).",
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -382,14 +329,17 @@ def main(argv: list[str] | None = None) -> int:
         for hosts in (int(h) for h in args.hosts.split(",")):
             print(f"scheduler bench: {hosts} hosts, backend {backend}", flush=True)
             ks = [int(k) for k in args.schedulers.split(",")]
-            separate = [k for k in ks if k == 1 or not args.shared_only]
+            separate = [
+                k for k in ks if k == 1 or (not args.shared_only and k <= args.separate_up_to)
+            ]
             shared = [k for k in ks if k > 1 and (args.shared or args.shared_only)]
             modes = [(k, False) for k in separate] + [(k, True) for k in shared]
             configs = [
-                _Config(backend, hosts, k, shared, args.instances, int(per_request),
+                _Config(backend, hosts, k, shared, args.instances, int(per_request), cache,
                         args.max_seconds, settings)
                 for per_request in args.per_request.split(",")
                 for k, shared in modes
+                for cache in args.cache.split(",")
             ]  # fmt: skip
             with ExitStack() as stack:
                 scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="sched-bench-"))
@@ -398,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 results.extend(_bench_hosts(server, configs, args.host_vcpus))
     print(markdown(results))
+    print(comparison(results))
+    print(goals(results))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         rows: list[dict[str, Any]] = [asdict(r) | {"verified": r.verified} for r in results]

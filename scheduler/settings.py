@@ -228,6 +228,16 @@ class SchedulerSettings(BaseSettings):
             "How long one GET /changes waits for a change (at most half of request_timeout)."
         ),
     )
+    changes_pace_seconds: float = Field(
+        default=0.05,
+        ge=0,
+        le=10,
+        description=(
+            "After an answer of GET /changes, wait this long before asking again, so that "
+            "one answer carries the changes of many writes (0: ask at once). Other "
+            "writers' changes are seen this much later at most."
+        ),
+    )
     host_cache_shapes: int = Field(
         default=32, ge=1, description="Request shapes whose candidates are kept at once."
     )

@@ -130,6 +130,7 @@ class Scheduler:
             client,
             self.host_cache,
             wait=min(settings.changes_wait_seconds, int(settings.request_timeout / 2)),
+            pace=settings.changes_pace_seconds,
         )
         self.ledger = GroupLedger()
         self.claims = ClaimBatcher(

@@ -10,7 +10,10 @@ its index is a gap: the reader drops everything it derived from the feed
 (a 404: upstream Placement; a 403: a token the policy refuses it) the
 follower stops for good and says so: the cache then lives on its timer.
 While Placement cannot be reached the reader is told (``following(False)``),
-so the cache falls back to its timer until the feed answers again.
+so the cache falls back to its timer until the feed answers again. After a
+page that reached the head it waits ``pace`` seconds before asking again,
+so that under a stream of writes one answer carries many changes (each
+answer costs the API about as much as a small read).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class ChangeFollower:
         reader: FeedReader,
         *,
         wait: int,
+        pace: float = 0.0,
         page: int = 1000,
         retry_seconds: float = 1.0,
         rng: random.Random | None = None,
@@ -54,6 +58,7 @@ class ChangeFollower:
         self._client = client
         self._reader = reader
         self._wait = wait
+        self._pace = pace
         self._page = page
         self._retry = retry_seconds
         self._rng = rng or random.Random()
@@ -125,6 +130,9 @@ class ChangeFollower:
         elif changes:
             self._reader.apply(changes)
             self.index = int(changes[-1]["index"])
+            if self.index == page.index and self._pace:
+                # Let writes gather: one answer then carries many (each costs the API).
+                await asyncio.sleep(self._pace)
         elif page.index < self.index:
             await self._gap(f"the feed's head {page.index} is behind {self.index} (restored?)")
 

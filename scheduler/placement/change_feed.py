@@ -67,10 +67,11 @@ class ChangeFollower:
         self.index: int | None = None  # the last index applied
 
     async def start(self) -> bool:
-        """Find the feed's head and follow it from there; False when Placement has no
-        feed for this scheduler (the cache then keeps its timer)."""
+        """Follow the feed from its head; False when Placement has no feed for this
+        scheduler (the cache then keeps its timer). A Placement that does not answer
+        yet is asked again in the background."""
         try:
-            head = await self._client.changes(None)
+            await self._restart()
         except (NotFound, Forbidden) as exc:
             LOG.warning(
                 "Placement offers no change feed to this scheduler (%s): the host cache "
@@ -78,9 +79,8 @@ class ChangeFollower:
                 exc,
             )
             return False
-        self.index = head.index
-        self._reader.resync(head.index)
-        self._reader.following(True)
+        except PlacementError as exc:
+            LOG.warning("change feed not reachable yet, cache on its timer meanwhile: %s", exc)
         self._task = asyncio.create_task(self._follow(), name="placement-change-feed")
         return True
 
@@ -100,9 +100,10 @@ class ChangeFollower:
         failures = 0
         while True:
             try:
-                await self._next_page()
-                async with self._progress:
-                    self._progress.notify_all()
+                if self.index is None:
+                    await self._restart()
+                else:
+                    await self._next_page()
             except PlacementError as exc:
                 failures += 1
                 if failures == 1:
@@ -114,6 +115,8 @@ class ChangeFollower:
                 LOG.info("change feed followed again")
                 self._reader.following(True)
                 failures = 0
+            async with self._progress:
+                self._progress.notify_all()
 
     async def _next_page(self) -> None:
         assert self.index is not None
@@ -137,11 +140,15 @@ class ChangeFollower:
             await self._gap(f"the feed's head {page.index} is behind {self.index} (restored?)")
 
     async def _gap(self, why: str) -> None:
-        """Changes were missed: resume from the head, everything derived from the feed
-        dropped. The head is read first, so whatever commits meanwhile is replayed."""
         LOG.warning("change feed gap (%s): the host cache reads everything again", why)
+        await self._restart()
+
+    async def _restart(self) -> None:
+        """Follow from the head, everything derived from the feed dropped. The head is
+        read first, so whatever commits meanwhile is replayed."""
         head = await self._client.changes(None)
         self._reader.resync(head.index)
+        self._reader.following(True)
         self.index = head.index
 
     def _backoff(self, failures: int) -> float:

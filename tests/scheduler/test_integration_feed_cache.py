@@ -210,3 +210,27 @@ async def test_own_claims_count_once_before_and_after_their_feed_entry(
     assert last.explanation.instances[0].hosts_with_room == 1
     assert gate.requests["candidates"] == 1
     assert len(placed.selections) == 2
+
+
+async def test_the_timer_source_leaves_the_feed_alone_and_answers_expire(
+    cloud: Cloud, scheduler_settings: SchedulerSettings
+) -> None:
+    gate = FeedGate()
+    client = scheduler_placement(scheduler_settings.api_url, gate)
+    settings = scheduler_settings.model_copy(
+        update={"host_cache_source": "timer", "host_cache_seconds": 10.0}
+    )
+    now = [1000.0]
+    scheduler = Scheduler(settings, client, clock=lambda: now[0])
+    await scheduler.start()
+    try:
+        await cloud.host("h")
+        await scheduler.schedule(one())
+        assert not scheduler.host_cache.live
+        assert scheduler.feed.index is None
+        now[0] += 11.0
+        await scheduler.schedule(one())
+        assert gate.requests["candidates"] == 2
+    finally:
+        await scheduler.aclose()
+        await client.aclose()

@@ -175,10 +175,13 @@ async def test_a_gap_in_the_feed_re_reads_everything_and_follows_again(
     assert behind is not None
     await cloud.allocate(new_uuid(), host, {"VCPU": 3})
     await cloud.allocate(new_uuid(), host, {"VCPU": 1})
+    await cloud.http.get("/changes", headers=HEADERS)  # the new entries get their indexes
     engine = create_engine(live_placement.database_url)
     try:
         async with engine.begin() as connection:  # pruned, as retention would
-            await connection.execute(text("DELETE FROM changes WHERE id <= :n"), {"n": behind + 1})
+            await connection.execute(
+                text("DELETE FROM changes WHERE feed_index <= :n"), {"n": behind + 1}
+            )
     finally:
         await engine.dispose()
     gate.open.set()

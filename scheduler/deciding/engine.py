@@ -327,12 +327,13 @@ class Scheduler:
         if claim.lost:
             run.lost.update(claim.lost)
             run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
+        if claim.reservation is not None:
+            self.host_cache.claimed(consumer, claim.reservation)
         for host in claim.stale:
             await self.host_cache.lost(host)
         if claim.host is None or claim.request is None or claim.reservation is None:
             raise UnplaceableError("claim", claim.why_unclaimed())
         chosen = claim.host
-        self.host_cache.claimed(consumer, claim.reservation)
         context.record_placement(chosen.uuid, chosen.name)
         self.directory.note_consumer(chosen.uuid, +1)
         report.chosen = next(w.report() for w in weighed if w.host is chosen)

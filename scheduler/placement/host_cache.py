@@ -40,12 +40,14 @@ without awaiting in between, so a decision never sees half an update.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from placement_client import PlacementError
 from scheduler.placement.client import SchedulerPlacement
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.feed_effects import Change, Effects, effects_of
@@ -57,6 +59,7 @@ from scheduler.placement.host_state import (
     requests_by_host,
 )
 
+LOG = logging.getLogger(__name__)
 Shape = tuple[tuple[str, str], ...]
 Clock = Callable[[], float]
 JITTER = 0.2
@@ -115,7 +118,7 @@ class HostCache:
         self._entries: OrderedDict[Shape, _Entry] = OrderedDict()
         self._reading: dict[Shape, asyncio.Lock] = {}
         self._reads = 0
-        # host -> reads started before Placement refused a claim on it (timer only)
+        # host -> reads started before Placement refused a claim on it (on the timer)
         self._lost: dict[str, int] = {}
         self._live = False  # following the change feed
         self._index = 0  # the last feed index applied
@@ -168,8 +171,11 @@ class HostCache:
     async def lost(self, host: str) -> None:
         """Placement refused a claim on ``host``: what is cached about it is stale."""
         if self._live:
-            await self._read_again(self._tree_of(host))
-            return
+            try:
+                await self._read_again(self._tree_of(host))
+                return
+            except PlacementError as exc:
+                LOG.warning("host %s not read again (%s): its answers will be", host, exc)
         self._lost[host] = self._reads
         for entry in self._entries.values():
             if host in entry.uuids:

@@ -94,9 +94,6 @@ class UsageBook:
                     return f"{rc} needs {amount}, {free} left on provider {rp}"
         return None
 
-    def knows(self, provider: str) -> bool:
-        return provider in self._usage
-
     def refresh(self, summaries: Mapping[str, ProviderSummary], index: int = 0) -> None:
         """Take Placement's figures for the providers it summarised, read when the feed
         stood at ``index`` (figures the feed brought since are newer: kept)."""

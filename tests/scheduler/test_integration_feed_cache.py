@@ -142,7 +142,7 @@ async def test_a_refused_claim_re_reads_its_host_and_moves_on(
 ) -> None:
     scheduler, gate = following
     big = await cloud.host("big", vcpu=4, memory_mb=65536)
-    small = await cloud.host("small", vcpu=2, memory_mb=8192)
+    small = await cloud.host("small", vcpu=2, memory_mb=8192, disk_gb=100)  # big weighs more
     await caught_up(scheduler, cloud)
     assert (await scheduler.schedule(one())).selections[0].provider.uuid == big
     await hold_feed(gate, cloud)

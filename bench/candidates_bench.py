@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import time
@@ -332,12 +331,7 @@ def parse_args() -> Options:
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per query and server")
     parser.add_argument("--no-upstream", dest="upstream", action="store_false")
     parser.add_argument("--upstream-timeout", type=int, default=120, help="seconds per request")
-    parser.add_argument(
-        "--pg-url",
-        default=os.environ.get(
-            "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    servers.add_pg_url_option(parser)
     parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
     args = parser.parse_args()
     if args.quick:

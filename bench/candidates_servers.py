@@ -5,6 +5,7 @@ upstream OpenStack Placement (see ``upstream.py``).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -25,9 +26,11 @@ from upstream import (
 )
 
 __all__ = [
+    "ADMIN_PG_URL",
     "DEFAULT_VENV",
     "HEADERS",
     "ROOT",
+    "add_pg_url_option",
     "drop_database",
     "ensure_upstream_venv",
     "ours_server",
@@ -37,6 +40,19 @@ __all__ = [
     "upstream_server",
     "upstream_version",
 ]
+
+# The PostgreSQL server the benchmarks create their databases on.
+ADMIN_PG_URL = os.environ.get(
+    "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def add_pg_url_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pg-url",
+        default=ADMIN_PG_URL,
+        help="PostgreSQL server for the benchmark's databases (PLACEMENT_BENCH_PG_URL)",
+    )
 
 
 def server_dsn(admin_dsn: str, database: str) -> str:

@@ -165,12 +165,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--variants", default="flat,nested")
     parser.add_argument("--reps", type=int, default=15, help="timed runs per measurement")
-    parser.add_argument(
-        "--pg-url",
-        default=os.environ.get(
-            "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    servers.add_pg_url_option(parser)
     parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)

@@ -278,12 +278,7 @@ def parse_args() -> argparse.Namespace:
         default=servers.DEFAULT_VENV,
         help="where upstream Placement is installed (made on first use)",
     )
-    parser.add_argument(
-        "--pg-url",
-        default=os.environ.get(
-            "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    servers.add_pg_url_option(parser)
     parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
     options = parser.parse_args()
     options.put_clients = [int(part) for part in options.put_clients.split(",")]

@@ -158,12 +158,7 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=2000)
     parser.add_argument("--top", type=int, default=50, help="functions printed")
     parser.add_argument("--save", type=Path, help="write the raw profile here (pstats)")
-    parser.add_argument(
-        "--pg-url",
-        default=os.environ.get(
-            "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    servers.add_pg_url_option(parser)
     options = parser.parse_args()
     database = f"bench_claims_profile_{os.getpid()}"
     try:

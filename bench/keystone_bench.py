@@ -258,12 +258,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=500)
     parser.add_argument("--reps", type=int, default=50, help="requests per turn")
     parser.add_argument("--rounds", type=int, default=4, help="turns each server takes per query")
-    parser.add_argument(
-        "--pg-url",
-        default=os.environ.get(
-            "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    servers.add_pg_url_option(parser)
     parser.add_argument("--out-dir", type=Path, default=ROOT / "var" / "bench")
     print(run(parser.parse_args()))
 

@@ -161,12 +161,7 @@ def main() -> None:
     parser.add_argument("--record", type=Path, help="sample with py-spy, keep its output here")
     parser.add_argument("--stacks", type=Path, help="py-spy raw output to split into layers")
     parser.add_argument("--cpu-ms", type=float, help="CPU per request, to show shares in ms")
-    parser.add_argument(
-        "--pg-url",
-        default=os.environ.get(
-            "PLACEMENT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    servers.add_pg_url_option(parser)
     options = parser.parse_args()
     if options.stacks is not None:
         layers(options.stacks, options.cpu_ms)

@@ -15,7 +15,6 @@ from placement_api.capacity_sources import CapacityFileError, flavors_from_file,
 from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.report import AGGREGATE, HOST, ZONE
 from placement_api.operator import database
-from placement_api.operator.capacity import parse_flavor_option, run_capacity
 from placement_api.settings import Settings
 
 out = Console()
@@ -54,6 +53,10 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _flavors(settings: Settings, options: list[str]) -> list[Flavor]:
+    # Imported here, as `audit` is: it loads the database layer and its metrics,
+    # which other commands (`db upgrade` before `serve` made the metrics directory) must not.
+    from placement_api.operator.capacity import parse_flavor_option
+
     path = settings.capacity_flavors_file
     try:
         from_file = {f.name: f for f in flavors_from_file(path)} if path else {}
@@ -83,6 +86,8 @@ def capacity(settings: Settings, *, options: list[str], by: str, as_json: bool) 
     except CapacityFileError as exc:
         raise _fail(str(exc)) from None
     database.require_existing(settings.database_url)
+    from placement_api.operator.capacity import run_capacity
+
     try:
         reports = asyncio.run(run_capacity(settings.database_url, flavors, zones, by))
     except errors.BadRequest as exc:

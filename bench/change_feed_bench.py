@@ -86,8 +86,8 @@ RECORDING_HOOK = '@event.listens_for(Session, "before_commit")\n'
 
 @contextmanager
 def baseline_tree(ref: str) -> Iterator[Path]:
-    """A detached worktree of ``ref`` without the feed's recording hook, removed afterwards."""
-    directory = Path(tempfile.mkdtemp(prefix="placement-feed-baseline-"))
+    """A detached worktree of ``ref``, removed afterwards."""
+    directory = Path(tempfile.mkdtemp(prefix="placement-baseline-"))
     subprocess.run(
         ["git", "worktree", "add", "--detach", str(directory), ref],
         cwd=ROOT,
@@ -95,16 +95,21 @@ def baseline_tree(ref: str) -> Iterator[Path]:
         capture_output=True,
     )
     try:
-        recording = directory / "placement_api" / "domain" / "changes.py"
-        source = recording.read_text()
-        if source.count(RECORDING_HOOK) != 1:
-            raise SystemExit(f"{recording}: the recording hook to take out was not found")
-        recording.write_text(source.replace(RECORDING_HOOK, ""))
         yield directory
     finally:
         subprocess.run(
             ["git", "worktree", "remove", "--force", str(directory)], cwd=ROOT, check=False
         )
+
+
+def without_recording(tree: Path) -> Path:
+    """Take the feed's recording hook out of ``tree``: its writes record nothing."""
+    recording = tree / "placement_api" / "domain" / "changes.py"
+    source = recording.read_text()
+    if source.count(RECORDING_HOOK) != 1:
+        raise SystemExit(f"{recording}: the recording hook to take out was not found")
+    recording.write_text(source.replace(RECORDING_HOOK, ""))
+    return tree
 
 
 @contextmanager
@@ -223,7 +228,7 @@ def main() -> None:
     # Stopped early, still remove the servers, databases and the baseline worktree.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     with ExitStack() as stack:
-        before_tree = stack.enter_context(baseline_tree(options.baseline))
+        before_tree = without_recording(stack.enter_context(baseline_tree(options.baseline)))
         servers = [
             stack.enter_context(serve("before", before_tree, options.workers)),
             stack.enter_context(serve("after", ROOT, options.workers)),

@@ -270,7 +270,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--baseline",
         metavar="GIT_REF",
-        help="also serve this commit of ours (the 'baseline' server), to compare before/after",
+        help="also serve this commit of ours (the 'baseline' server), to compare before/after; "
+        "its migrations must end where this tree's do (the data is loaded with this tree's)",
     )
     parser.add_argument(
         "--upstream-venv",

@@ -11,7 +11,7 @@ One ``ChangeFeed`` per application, started and closed by its lifespan:
   ``NOTIFY`` on a connection of its own, at most every
   ``changes_notify_interval`` seconds. Every worker ``LISTEN``s
   (``_Listener``); a worker with waiting readers then runs one sequencing
-  run (``changes.sequence``) and wakes them. Readers also sequence before
+  run (``feed_index.sequence``) and wakes them. Readers also sequence before
   their first read (a client sees its own writes) and every
   ``changes_poll_interval`` seconds, the safety net for a missed
   notification.
@@ -32,8 +32,8 @@ import asyncpg
 from sqlalchemy.engine import URL
 
 from placement_api.db.session import SessionFactory, unit_of_work
-from placement_api.domain import changes
-from placement_api.domain.changes import FeedPage
+from placement_api.domain import changes, feed_index
+from placement_api.domain.feed_index import FeedPage
 from placement_api.settings import Settings
 
 LOG = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ class ChangeFeed:
 
     async def _sequence(self) -> int:
         async with unit_of_work(self._factory, write=True) as session:
-            return await changes.sequence(session)
+            return await feed_index.sequence(session)
 
     async def _sequence_on_news(self) -> None:
         # One run for all of this worker's readers, and none while nobody waits.
@@ -197,7 +197,7 @@ class ChangeFeed:
 
     async def prune(self) -> int:
         async with unit_of_work(self._factory, write=True) as session:
-            return await changes.prune(session, self.settings.changes_retained)
+            return await feed_index.prune(session, self.settings.changes_retained)
 
     async def _prune_forever(self) -> None:
         while True:
@@ -214,8 +214,8 @@ class ChangeFeed:
                 return FeedPage(head, [])
         async with unit_of_work(self._factory, write=False) as session:
             if since is None:
-                return FeedPage(await changes.last_index(session), [])
-            return await changes.read(session, since, limit)
+                return FeedPage(await feed_index.last_index(session), [])
+            return await feed_index.read(session, since, limit)
 
     async def follow(self, since: int | None, limit: int, wait: float) -> FeedPage:
         """The changes after ``since`` (none when it is None: just the latest

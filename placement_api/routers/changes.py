@@ -22,7 +22,7 @@ from placement_api.deps import (
     services,
     wants_event_stream,
 )
-from placement_api.domain.changes import FeedPage
+from placement_api.domain.feed_index import FeedPage
 from placement_api.policies import change as policies
 from placement_api.rendering import json_response
 from placement_api.schemas import changes as schemas

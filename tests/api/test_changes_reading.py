@@ -15,7 +15,7 @@ from placement_api.app import create_app
 from placement_api.db.engine import create_engine
 from placement_api.db.models import Change, ResourceProvider
 from placement_api.db.session import SessionFactory, make_session_factory, unit_of_work
-from placement_api.domain import changes, providers
+from placement_api.domain import feed_index, providers
 from placement_api.settings import Settings
 from tests.api.changes_helpers import changes_after, latest_index
 from tests.support.client import PlacementClient, error_code
@@ -93,7 +93,7 @@ async def test_pruned_changes_are_gone_and_the_client_resumes_from_the_index_giv
     engine = create_engine(settings.database_url)
     try:
         async with unit_of_work(make_session_factory(engine), write=True) as session:
-            assert await changes.prune(session, keep=3) >= 3
+            assert await feed_index.prune(session, keep=3) >= 3
     finally:
         await engine.dispose()
     response = await api.get(f"/changes?since={start}")
@@ -173,11 +173,11 @@ async def test_a_rolled_back_write_leaves_no_change(settings: Settings) -> None:
     factory = make_session_factory(engine)
     try:
         async with unit_of_work(factory, write=True) as session:
-            before = await changes.sequence(session)
+            before = await feed_index.sequence(session)
         with pytest.raises(RuntimeError):
             await _create_then_fail(factory)
         async with unit_of_work(factory, write=True) as session:
-            assert await changes.sequence(session) == before
+            assert await feed_index.sequence(session) == before
             newer = or_(Change.feed_index.is_(None), Change.feed_index > before)
             assert await session.scalar(select(Change.ordinal).where(newer)) is None
             assert await providers.list_providers(session, providers.ProviderQuery("doomed")) == []

@@ -15,7 +15,7 @@ from sqlalchemy.util import await_
 
 from placement_api.db.engine import create_engine
 from placement_api.db.session import SessionFactory, make_session_factory, unit_of_work
-from placement_api.domain import changes, providers
+from placement_api.domain import feed_index, providers
 
 
 @pytest.fixture
@@ -60,13 +60,13 @@ async def _head(factory: SessionFactory) -> int:
     """The feed's head after a sequencing run (a write on PostgreSQL only)."""
     on_postgresql = factory.kw["bind"].dialect.name == "postgresql"
     async with unit_of_work(factory, write=on_postgresql) as session:
-        return await changes.sequence(session)
+        return await feed_index.sequence(session)
 
 
-async def _read(factory: SessionFactory, since: int) -> changes.FeedPage:
+async def _read(factory: SessionFactory, since: int) -> feed_index.FeedPage:
     await _head(factory)
     async with unit_of_work(factory, write=False) as session:
-        return await changes.read(session, since, 100)
+        return await feed_index.read(session, since, 100)
 
 
 async def test_a_write_that_waited_for_another_orders_after_it(factory: SessionFactory) -> None:
@@ -80,7 +80,7 @@ async def test_a_write_that_waited_for_another_orders_after_it(factory: SessionF
     # The second write waits for the first's row lock, and readers see neither yet.
     assert not first.done()
     assert not second.done()
-    assert await _read(factory, start) == changes.FeedPage(start, [])
+    assert await _read(factory, start) == feed_index.FeedPage(start, [])
     release.set()
     await asyncio.gather(first, second)
     page = await _read(factory, start)

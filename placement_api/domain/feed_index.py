@@ -1,0 +1,137 @@
+"""The change feed's indexes: sequencing runs give committed entries their
+indexes (PostgreSQL; SQLite indexes them on insert, see ``changes``), and
+readers read the feed by index.
+
+Readers (``read``) see a gap-free, duplicate-free list; a ``since`` whose
+successor has been pruned (or that lies beyond the feed) is ``Gone``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from placement_api import errors
+from placement_api.db.models import Change, ChangeFeedHead
+from placement_api.domain.changes import HEAD_ID
+
+# Entries indexed per statement; a run repeats it until none is left.
+SEQUENCING_BATCH = 5000
+
+# Numbers the oldest committed entries without an index after ``:head``
+# and moves the head past them. The caller holds the head's row lock, so
+# this statement's snapshot is newer than every earlier run's commit.
+_SEQUENCE = text(
+    """
+WITH pending AS (
+    SELECT commit_seq, ordinal, row_number() OVER (ORDER BY commit_seq, ordinal) AS n
+    FROM (
+        SELECT commit_seq, ordinal FROM changes WHERE feed_index IS NULL
+        ORDER BY commit_seq, ordinal LIMIT :batch
+    ) AS oldest
+), numbered AS (
+    UPDATE changes SET feed_index = :head + pending.n
+    FROM pending
+    WHERE changes.commit_seq = pending.commit_seq AND changes.ordinal = pending.ordinal
+    RETURNING changes.feed_index
+)
+UPDATE change_feed_head SET last_index = (SELECT max(feed_index) FROM numbered)
+WHERE id = :head_id AND EXISTS (SELECT 1 FROM numbered)
+RETURNING last_index
+"""
+)
+
+
+async def sequence(session: AsyncSession) -> int:
+    """Index every committed entry still without one; the feed's last index
+    after. On PostgreSQL it needs a write session: it holds the head's row
+    lock until the transaction ends. SQLite indexes entries as they are
+    inserted, so there it only reads the head."""
+    if session.get_bind().dialect.name != "postgresql":
+        return await last_index(session)
+    head = await session.scalar(
+        select(ChangeFeedHead.last_index).where(ChangeFeedHead.id == HEAD_ID).with_for_update()
+    )
+    index = int(head or 0)
+    while True:
+        advanced = await session.scalar(
+            _SEQUENCE, {"head": index, "batch": SEQUENCING_BATCH, "head_id": HEAD_ID}
+        )
+        if advanced is None:
+            return index
+        given, index = int(advanced) - index, int(advanced)
+        if given < SEQUENCING_BATCH:
+            return index
+
+
+# --- reading and pruning --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeedPage:
+    """The feed's last index when read, and the changes after ``since`` (at most ``limit``)."""
+
+    index: int
+    changes: list[dict[str, Any]]
+
+
+def gone(since: int, index: int) -> errors.ChangesGone:
+    return errors.ChangesGone(
+        f"The changes after index {since} are no longer available (or never were): re-read "
+        f"the state you follow, then follow the feed from index {index}.",
+        index=index,
+    )
+
+
+async def last_index(session: AsyncSession) -> int:
+    found = await session.scalar(
+        select(ChangeFeedHead.last_index).where(ChangeFeedHead.id == HEAD_ID)
+    )
+    return int(found or 0)
+
+
+def _render(row: Change) -> dict[str, Any]:
+    return {
+        "index": row.feed_index,
+        "resource": row.resource,
+        "action": row.action,
+        "uuid": row.uuid,
+        **row.details,
+    }
+
+
+async def read(session: AsyncSession, since: int, limit: int) -> FeedPage:
+    """The changes after ``since``, in index order.
+
+    The head is read first: every index up to it is committed with the
+    head, so the changes read next run from ``since + 1`` without a hole
+    unless pruning removed the start — then they are gone.
+    """
+    head = await last_index(session)
+    if since > head:
+        raise gone(since, head)
+    if since == head:
+        return FeedPage(head, [])
+    rows = await session.scalars(
+        select(Change)
+        .where(Change.feed_index > since, Change.feed_index <= head)
+        .order_by(Change.feed_index)
+        .limit(limit)
+    )
+    found = list(rows)
+    if not found or found[0].feed_index != since + 1:
+        raise gone(since, head)
+    return FeedPage(head, [_render(row) for row in found])
+
+
+async def prune(session: AsyncSession, keep: int) -> int:
+    """Remove all but the last ``keep`` changes; how many went. Entries not
+    yet indexed cannot be counted among the last, so they are indexed first."""
+    cutoff = await sequence(session) - keep
+    if cutoff <= 0:
+        return 0
+    result = await session.execute(delete(Change).where(Change.feed_index <= cutoff))
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -46,7 +46,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
 from placement_client import PlacementClient, PlacementError
-from scheduler.deciding.engine import NoValidHostError, Scheduler
+from scheduler.deciding.engine import Scheduler
+from scheduler.deciding.errors import NoValidHostError
 from scheduler.placement.client import SchedulerPlacement
 from scheduler.placement.query import candidates_query
 from scheduler.request.spec import ScheduleRequest, resource_request

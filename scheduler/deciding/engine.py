@@ -32,7 +32,7 @@ import logging
 import random
 import time
 from collections import ChainMap, Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from placement_client import PlacementError
 from scheduler.claiming.claim import Claimer, ReleaseResult, attempt
@@ -40,6 +40,7 @@ from scheduler.claiming.claim_batcher import ClaimBatcher
 from scheduler.deciding.choosing import Choice, Chooser, UnplaceableError
 from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle, CycleState, RequestRefused
+from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
 from scheduler.deciding.explain import (
     ClaimAttempt,
     Explanation,
@@ -47,54 +48,22 @@ from scheduler.deciding.explain import (
     InstanceExplanation,
     PlacementQuery,
     PlacementReport,
-    no_valid_host_message,
 )
 from scheduler.deciding.ledger import GroupLedger
 from scheduler.deciding.pipeline import Pipeline
+from scheduler.deciding.request_run import RequestRun
 from scheduler.placement.change_feed import ChangeFollower
 from scheduler.placement.client import NewClaim, SchedulerPlacement
 from scheduler.placement.diagnose import diagnose
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.facts import PlacementFacts
 from scheduler.placement.host_cache import CandidateView, Clock, HostCache
-from scheduler.placement.host_state import HostState
 from scheduler.placement.query import QueryParams, candidates_query, query_string
-from scheduler.request.spec import ResourceRequest, ScheduleRequest, resource_request
+from scheduler.request.spec import ScheduleRequest, resource_request
 from scheduler.serving.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
 
 LOG = logging.getLogger(__name__)
-
-
-class NoValidHostError(Exception):
-    def __init__(self, explanation: Explanation, instances: int) -> None:
-        self.explanation = explanation
-        self.message = no_valid_host_message(explanation, instances)
-        super().__init__(self.message)
-
-
-class PlacementRejectedError(Exception):
-    """Placement refused the query built from the request (a 400): the request is wrong."""
-
-
-@dataclass
-class _Run:
-    """One request's hosts: the answer it started from, less the hosts whose claims
-    Placement refused during the request."""
-
-    query: QueryParams
-    request: ResourceRequest
-    started: float
-    reads_before: int  # the cache's reads started before the request began
-    view: CandidateView
-    hosts: list[HostState]
-    cycle: Cycle
-    forced: str = ""
-    lost: set[str] = field(default_factory=set)
-
-    @property
-    def read_for_it(self) -> bool:
-        return self.view.read > self.reads_before
 
 
 class Scheduler:
@@ -198,7 +167,7 @@ class Scheduler:
             self.host_cache.invalidate()
         return result
 
-    async def _start(self, spec: ScheduleRequest, explanation: Explanation) -> _Run:
+    async def _start(self, spec: ScheduleRequest, explanation: Explanation) -> RequestRun:
         started, reads_before = self.host_cache.now(), self.host_cache.reads_started
         cycle = Cycle(spec, self.settings, self.facts)
         try:
@@ -213,7 +182,9 @@ class Scheduler:
         if not view.hosts and view.read <= reads_before:
             view = await self._view(query, read_after=reads_before)  # nothing cached: ask again
         forced = ", ".join(spec.hints.force_hosts + spec.hints.force_nodes)
-        run = _Run(query, request, started, reads_before, view, list(view.hosts), cycle, forced)
+        run = RequestRun(
+            query, request, started, reads_before, view, list(view.hosts), cycle, forced
+        )
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, cycle)
         return run
@@ -226,7 +197,7 @@ class Scheduler:
                 raise PlacementRejectedError(exc.detail) from exc
             raise
 
-    async def _report_candidates(self, run: _Run, explanation: Explanation) -> None:
+    async def _report_candidates(self, run: RequestRun, explanation: Explanation) -> None:
         view = run.view
         report = PlacementReport(
             request=PlacementQuery(
@@ -284,7 +255,7 @@ class Scheduler:
         self,
         consumer: str,
         spec: ScheduleRequest,
-        run: _Run,
+        run: RequestRun,
         context: SchedulingContext,
         explanation: Explanation,
         refused: dict[str, ClaimAttempt],
@@ -314,7 +285,7 @@ class Scheduler:
         self,
         consumer: str,
         spec: ScheduleRequest,
-        run: _Run,
+        run: RequestRun,
         context: SchedulingContext,
         report: InstanceExplanation,
     ) -> Choice:
@@ -341,7 +312,11 @@ class Scheduler:
         return Choice(consumer, chosen, claim.request, claim.reservation, selection)
 
     async def _place_together(
-        self, spec: ScheduleRequest, run: _Run, context: SchedulingContext, explanation: Explanation
+        self,
+        spec: ScheduleRequest,
+        run: RequestRun,
+        context: SchedulingContext,
+        explanation: Explanation,
     ) -> tuple[list[Choice], dict[str, ClaimAttempt]]:
         """Decide every instance in memory, then claim for all of them in one POST
         /allocations, which Placement writes all or nothing. When an instance does not

@@ -23,7 +23,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from placement_client import PlacementClient, PlacementError
-from scheduler.deciding.engine import NoValidHostError, PlacementRejectedError, Scheduler
+from scheduler.deciding.engine import Scheduler
+from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
 from scheduler.deciding.explain import InstanceExplanation
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.client import SchedulerPlacement

@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from scheduler.deciding.engine import NoValidHostError, Scheduler
+from scheduler.deciding.engine import Scheduler
+from scheduler.deciding.errors import NoValidHostError
 from scheduler.placement.client import SchedulerPlacement
 from scheduler.request.spec import ScheduleRequest
 from scheduler.serving.results import ScheduleResponse

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from scheduler.deciding.engine import NoValidHostError
+from scheduler.deciding.errors import NoValidHostError
 from scheduler.request.spec import ScheduleRequest
 from scheduler.settings import AggregateConfig
 from tests.scheduler.conftest import MakeScheduler

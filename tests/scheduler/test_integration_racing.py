@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
-from scheduler.deciding.engine import NoValidHostError, Scheduler
+from scheduler.deciding.engine import Scheduler
+from scheduler.deciding.errors import NoValidHostError
 from scheduler.request.spec import ScheduleRequest
 from scheduler.serving.results import ScheduleResponse
 from tests.scheduler.conftest import MakeScheduler

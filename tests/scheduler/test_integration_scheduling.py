@@ -13,7 +13,8 @@ import pytest
 
 from placement_client import PlacementError
 from scheduler.claiming.claim import Claimer
-from scheduler.deciding.engine import NoValidHostError, PlacementRejectedError, Scheduler
+from scheduler.deciding.engine import Scheduler
+from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
 from scheduler.placement.client import CandidatesResponse
 from scheduler.placement.host_state import HostMetadata, build_hosts
 from scheduler.request.spec import ScheduleRequest

@@ -1,0 +1,31 @@
+"""One request's working set while the engine decides it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler.deciding.cycle import Cycle
+from scheduler.placement.host_cache import CandidateView
+from scheduler.placement.host_state import HostState
+from scheduler.placement.query import QueryParams
+from scheduler.request.spec import ResourceRequest
+
+
+@dataclass
+class RequestRun:
+    """One request's hosts: the answer it started from, less the hosts whose claims
+    Placement refused during the request."""
+
+    query: QueryParams
+    request: ResourceRequest
+    started: float
+    reads_before: int  # the cache's reads started before the request began
+    view: CandidateView
+    hosts: list[HostState]
+    cycle: Cycle
+    forced: str = ""
+    lost: set[str] = field(default_factory=set)
+
+    @property
+    def read_for_it(self) -> bool:
+        return self.view.read > self.reads_before

@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
@@ -81,15 +81,14 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _wait_until_up(
-    url: str, process: subprocess.Popen[bytes], log: IO[bytes], timeout: float = 60
+def _wait_for_answer(
+    url: str, process: subprocess.Popen[bytes], output: Callable[[], str], timeout: float
 ) -> None:
+    """Until ``GET /`` answers 200; a server that exits first fails with the end of ``output``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            size = os.fstat(log.fileno()).st_size
-            stderr = os.pread(log.fileno(), size, 0).decode(errors="replace")
-            raise RuntimeError(f"server exited with {process.returncode}: {stderr[-2000:]}")
+            raise RuntimeError(f"server exited with {process.returncode}: {output()[-2000:]}")
         try:
             if httpx.get(f"{url}/", timeout=1).status_code == 200:
                 return
@@ -97,22 +96,24 @@ def _wait_until_up(
             pass
         time.sleep(0.1)
     raise RuntimeError(f"server at {url} did not answer within {timeout}s")
+
+
+def _wait_until_up(
+    url: str, process: subprocess.Popen[bytes], log: IO[bytes], timeout: float = 60
+) -> None:
+    def logged() -> str:
+        return os.pread(log.fileno(), os.fstat(log.fileno()).st_size, 0).decode(errors="replace")
+
+    _wait_for_answer(url, process, logged, timeout)
 
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
     """For a server a test starts itself, its stderr a pipe the test reads after."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            stderr = process.stderr.read().decode() if process.stderr else ""
-            raise RuntimeError(f"server exited with {process.returncode}: {stderr[-2000:]}")
-        try:
-            if httpx.get(f"{url}/", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"server at {url} did not answer within {timeout}s")
+
+    def piped() -> str:
+        return process.stderr.read().decode() if process.stderr else ""
+
+    _wait_for_answer(url, process, piped, timeout)
 
 
 ADMIN_HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.28"}

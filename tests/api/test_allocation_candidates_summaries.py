@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from placement_api.db.engine import create_engine
-from placement_api.domain.candidates import summaries
+from placement_api.domain.candidates import summary_rows
 from placement_api.settings import Settings
 from tests.api.test_allocation_candidates import get_ok
 from tests.support.client import PlacementClient
@@ -41,13 +41,13 @@ REQUEST = "/allocation_candidates?resources=VCPU:1,MEMORY_MB:512"
 def read_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     way: str = request.param
     if way.endswith("part by part"):
-        monkeypatch.setattr(summaries, "PROBED_IN_ONE", 0)
+        monkeypatch.setattr(summary_rows, "PROBED_IN_ONE", 0)
     elif way.endswith("whole tables"):
         # However little of the table the scope covers.
-        monkeypatch.setattr(summaries, "WHOLE_TABLE_SHARE", 1e-9)
+        monkeypatch.setattr(summary_rows, "WHOLE_TABLE_SHARE", 1e-9)
     else:
         # However much of the (tiny) table the scope covers.
-        monkeypatch.setattr(summaries, "WHOLE_TABLE_SHARE", 1e9)
+        monkeypatch.setattr(summary_rows, "WHOLE_TABLE_SHARE", 1e9)
     return way
 
 

@@ -17,12 +17,9 @@ from sqlalchemy.pool import QueuePool
 from placement_api.db.engine import create_engine
 from placement_api.db.models import Aggregate, ResourceProvider, Trait
 from placement_api.db.session import make_session_factory, unit_of_work
-from placement_api.domain.candidates.summaries import (
-    FilterKind,
-    Prefetch,
-    SummaryScope,
-    load_summaries,
-)
+from placement_api.domain.candidates.prefetch import Prefetch
+from placement_api.domain.candidates.summaries import load_summaries
+from placement_api.domain.candidates.summary_rows import FilterKind, SummaryScope
 from placement_api.settings import Settings
 from tests.api.test_allocation_candidates import get_ok
 from tests.support.client import PlacementClient

@@ -6,6 +6,7 @@ the providers that can serve it and ``lookups`` what else the search needs
 (sharing providers and the trees they serve, headroom, tree shapes);
 ``options`` arranges providers per anchor tree (pure); ``search`` walks the
 combinations lazily, pruning as it goes and stopping at the limit (pure);
-``summaries`` loads what the response reports about the providers involved;
+``summaries`` loads what the response reports about the providers involved
+(``summary_rows`` reads their rows, ``prefetch`` reads them ahead);
 ``service`` ties the steps together.
 """

@@ -10,13 +10,10 @@ from starlette.responses import JSONResponse, Response
 
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain.candidates.collector import collector_paused
+from placement_api.domain.candidates.combinations import Layout
 from placement_api.domain.candidates.request import CandidateRequest, parse_request
-from placement_api.domain.candidates.search import Layout
-from placement_api.domain.candidates.service import (
-    CandidatesResult,
-    SearchSettings,
-    find_candidates,
-)
+from placement_api.domain.candidates.service import CandidatesResult, find_candidates
+from placement_api.domain.candidates.windows import SearchSettings
 from placement_api.microversion import Version
 from placement_api.observability.metrics import CANDIDATES
 from placement_api.policies import allocation_candidate as policies

@@ -10,13 +10,9 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from placement_api.domain.candidates.search import (
-    Candidate,
-    GroupPlan,
-    SearchRules,
-    search,
-    single_provider_search,
-)
+from placement_api.domain.candidates.combinations import Candidate, GroupPlan, SearchRules
+from placement_api.domain.candidates.search import search
+from placement_api.domain.candidates.single_provider import single_provider_search
 
 VCPU, MEMORY, DISK, VF = 1, 2, 3, 4
 

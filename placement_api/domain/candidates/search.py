@@ -15,10 +15,8 @@ before its combinations are built:
   providers is an ancestor (or itself) of all the others.
 
 When a request has none of these rules to check, every combination is a
-candidate and the walk is a plain product of the slots' providers. When
-the request is one unsuffixed group and every tree is a single provider
-(a flat cloud), each provider with room for every class (and the group's
-traits) is one candidate, and no options or walk are needed.
+candidate and the walk is a plain product of the slots' providers. (A flat
+cloud needs no walk at all: see ``single_provider``.)
 
 The walk is a generator, so the caller stops it after ``limit`` candidates
 and nothing beyond them is ever enumerated.
@@ -26,87 +24,19 @@ and nothing beyond them is ever enumerated.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import product
-from typing import NamedTuple
 
-from placement_api.domain.candidates.options import Trees
-
-Amounts = tuple[tuple[int, int], ...]
-# One provider per slot, in slot order.
-Combination = tuple[int, ...]
-_NO_TRAITS: frozenset[int] = frozenset()
-
-
-@dataclass(frozen=True)
-class GroupPlan:
-    suffix: str
-    granular: bool
-    # Per slot, the (class id, amount) pairs its provider supplies.
-    slots: tuple[Amounts, ...]
-    # Anchor -> one list per slot of the providers that may fill it.
-    options: Mapping[int, Sequence[Sequence[int]]]
-    # Unsuffixed group: trait-id sets its providers must cover between them.
-    required: tuple[frozenset[int], ...] = ()
-
-
-@dataclass(frozen=True)
-class SearchRules:
-    isolate: bool = False
-    same_subtrees: tuple[frozenset[str], ...] = ()
-    nested_aware: bool = True
-    # (provider, class) -> most a candidate may take; only for classes that
-    # more than one group asks for (one group alone is checked in SQL).
-    headroom: Mapping[tuple[int, int], int] = field(default_factory=dict)
-    provider_traits: Mapping[int, frozenset[int]] = field(default_factory=dict)
-    root_of: Mapping[int, int] = field(default_factory=dict)
-    parent_of: Mapping[int, int | None] = field(default_factory=dict)
-    # Sharing providers: the ones that serve more than their own tree.
-    sharing: frozenset[int] = frozenset()
-
-
-class Layout(NamedTuple):
-    """How a shape of combination (which slots share a provider) becomes a
-    candidate; shared by every combination of that shape."""
-
-    # Per provider allocated: the first slot it fills, and its amounts
-    # (class id -> amount) merged over its slots. Read only.
-    held: tuple[tuple[int, dict[int, int]], ...]
-    # Per group suffix: the slots of its distinct providers.
-    mapped: tuple[tuple[str, tuple[int, ...]], ...]
-
-
-class Candidate(NamedTuple):
-    """One way to meet the request: a provider per slot, and the layout that
-    turns them into allocations and mappings. Searches find tens of
-    thousands, so they are kept in this form and rendered once, at the end."""
-
-    chosen: Combination
-    layout: Layout
-
-    @property
-    def allocations(self) -> dict[int, dict[int, int]]:
-        return {self.chosen[index]: amounts for index, amounts in self.layout.held}
-
-    @property
-    def mappings(self) -> dict[str, list[int]]:
-        chosen = self.chosen
-        return {suffix: [chosen[i] for i in slots] for suffix, slots in self.layout.mapped}
-
-    def providers(self) -> Iterator[int]:
-        """The providers allocated from."""
-        chosen = self.chosen
-        return (chosen[index] for index, _ in self.layout.held)
-
-    def key(self) -> tuple[object, ...]:
-        resources = sorted(
-            (provider, class_id, amount)
-            for provider, amounts in self.allocations.items()
-            for class_id, amount in amounts.items()
-        )
-        mappings = sorted((suffix, tuple(sorted(ps))) for suffix, ps in self.mappings.items())
-        return (tuple(resources), tuple(mappings))
+from placement_api.domain.candidates.combinations import (
+    NO_TRAITS,
+    Amounts,
+    Candidate,
+    Combination,
+    GroupPlan,
+    SearchRules,
+    Shapes,
+)
 
 
 @dataclass(frozen=True)
@@ -155,43 +85,6 @@ def _slots(plans: Sequence[GroupPlan], rules: SearchRules) -> list[_Slot]:
                 )
             )
     return slots
-
-
-class _Shapes:
-    """The layout of each shape of combination, worked out once per shape."""
-
-    def __init__(self, slots: Sequence[tuple[str, Amounts]]) -> None:
-        """``slots``: per slot, its group's suffix and its amounts."""
-        self.amounts = [amounts for _, amounts in slots]
-        spans: dict[str, list[int]] = {}
-        for index, (suffix, _) in enumerate(slots):
-            spans.setdefault(suffix, []).append(index)
-        self.groups = list(spans.items())
-        self.built: dict[Combination, Layout] = {}
-
-    def candidate(self, chosen: Combination) -> Candidate:
-        # Per slot, the first slot with the same provider.
-        shape = tuple(map(chosen.index, chosen))
-        layout = self.built.get(shape)
-        if layout is None:
-            layout = self.built[shape] = self._layout(shape)
-        return Candidate(chosen, layout)
-
-    def _layout(self, shape: Combination) -> Layout:
-        merged: dict[int, tuple[int, dict[int, int]]] = {}
-        for index, (first, amounts) in enumerate(zip(shape, self.amounts, strict=True)):
-            if not amounts:
-                continue
-            if first not in merged:
-                merged[first] = (index, {})
-            held = merged[first][1]
-            for class_id, amount in amounts:
-                held[class_id] = held.get(class_id, 0) + amount
-        mapped = tuple(
-            (suffix, tuple(dict.fromkeys(shape[i] for i in indexes)))
-            for suffix, indexes in self.groups
-        )
-        return Layout(tuple(merged.values()), mapped)
 
 
 class _Walk:
@@ -350,14 +243,14 @@ class _Walk:
     def _group_has_required(self, slot: _Slot, chosen: Sequence[int]) -> bool:
         held = self.rules.provider_traits
         slots = self.group_slots[slot.suffix]
-        traits = held.get(chosen[slots[0]], _NO_TRAITS)
+        traits = held.get(chosen[slots[0]], NO_TRAITS)
         # Most often one of the providers (on flat trees, the only one) has them all.
         for any_of in slot.required:
             if not any_of & traits:
                 break
         else:
             return True
-        union = set(traits).union(*(held.get(chosen[index], _NO_TRAITS) for index in slots))
+        union = set(traits).union(*(held.get(chosen[index], NO_TRAITS) for index in slots))
         return all(any_of & union for any_of in slot.required)
 
     def _in_one_subtree(self, suffixes: frozenset[str]) -> bool:
@@ -405,7 +298,7 @@ def search(
     if stop_after is not None and stop_after <= 0:
         return []
     walk = _Walk(plans, rules, shuffle)
-    build = _Shapes([(slot.suffix, slot.amounts) for slot in walk.slots]).candidate
+    build = Shapes([(slot.suffix, slot.amounts) for slot in walk.slots]).candidate
     found: list[Candidate] = []
     seen = set() if seen is None else seen
     sharing = rules.sharing
@@ -425,49 +318,3 @@ def search(
             if stop_after is not None and len(found) >= stop_after:
                 return found
     return found
-
-
-def single_provider_search(
-    plan: GroupPlan,
-    rows: Iterable[tuple[int, int, int]],
-    provider_traits: Mapping[int, frozenset[int]],
-    within: Trees | None = None,
-    *,
-    stop_after: int | None = None,
-) -> list[Candidate] | None:
-    """Candidates of a request that is one unsuffixed group (``plan``, with
-    no options yet) over trees of a single provider each, with no sharing
-    providers: in the order of ``rows`` ((provider, root, class) by root),
-    each provider of a tree ``within`` that has a row for every slot and
-    the group's required traits. None when some row's provider is not its
-    tree's root: the general search is needed."""
-    if stop_after is not None and stop_after <= 0:
-        return []
-    chosen: list[int] = []
-    width = len(plan.slots)
-    last, run = None, 0
-    for provider, root, _ in rows:
-        if provider != root:
-            return None
-        run = run + 1 if provider == last else 1
-        last = provider
-        if run < width or (within is not None and provider not in within):
-            continue
-        held = provider_traits.get(provider, _NO_TRAITS)
-        # A loop, not all(): the generator would cost a third of the check.
-        for any_of in plan.required:
-            if not any_of & held:
-                break
-        else:
-            chosen.append(provider)
-            if stop_after is not None and len(chosen) >= stop_after:
-                # Trees further on are never reached, whatever their shape.
-                break
-    if not chosen:
-        return []
-    layout = (
-        _Shapes([(plan.suffix, amounts) for amounts in plan.slots])
-        .candidate((chosen[0],) * width)
-        .layout
-    )
-    return [Candidate((provider,) * width, layout) for provider in chosen]

@@ -26,7 +26,6 @@ from placement_api.domain.candidates.fetching import Ts, fetch_all
 from placement_api.domain.candidates.lookups import uuids_of
 from placement_api.domain.candidates.prefetch import Prefetch
 from placement_api.domain.candidates.summary_rows import (
-    FilterKind,
     Probed,
     Reader,
     SummaryScope,
@@ -36,17 +35,6 @@ from placement_api.domain.candidates.summary_rows import (
     probed,
     read_tables,
 )
-
-# FilterKind, Prefetch and SummaryScope stay importable from here, where
-# ``service`` imports them.
-__all__ = [
-    "FilterKind",
-    "Prefetch",
-    "ProviderSummary",
-    "Summaries",
-    "SummaryScope",
-    "load_summaries",
-]
 
 NO_TRAITS: tuple[str, ...] = ()
 

@@ -1,0 +1,320 @@
+"""The search for one request, window by window (reads rows, runs the search).
+
+With a ``limit`` (or the configured cap) the trees are taken in windows,
+smallest root id first, until enough candidates are found; each window is
+sized from the yield of the ones before. A request for 1,000 candidates among
+10,000 hosts reads the rows of the first thousand or few thousand trees, not
+all of them. When the unsuffixed group requires traits that only a few trees
+hold, the windows are slices of the list of those trees' roots; otherwise
+they are ranges of root ids. Sharing providers serve trees anywhere, so
+their rows are read once, apart. Without a limit, when candidates are to be
+randomised, or when other trait and aggregate filters leave only a few
+providers per candidate wanted (counted first), one read covers everything.
+A request of one unsuffixed group over trees of one provider each (a flat
+cloud) needs no search: each provider with room for it is a candidate.
+The summaries of the trees a window's search will try first are read on a
+second connection while the window's rows are read and the search runs.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property, partial
+from typing import cast
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from placement_api.domain.candidates import lookups, queries
+from placement_api.domain.candidates.combinations import Candidate, SearchRules
+from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
+from placement_api.domain.candidates.options import SharingMap, TreeRule
+from placement_api.domain.candidates.planning import (
+    Rows,
+    group_plan,
+    sharing_map,
+    tree_rules,
+    unsuffixed_plan,
+)
+from placement_api.domain.candidates.prefetch import Prefetch
+from placement_api.domain.candidates.prelude import Prelude
+from placement_api.domain.candidates.queries import RootList, RootWindow, RowScope, Window
+from placement_api.domain.candidates.request import CandidateRequest
+from placement_api.domain.candidates.search import search
+from placement_api.domain.candidates.single_provider import single_provider_search
+from placement_api.domain.candidates.summary_rows import FilterKind
+
+# The first window holds this many root ids per candidate wanted (at least
+# MIN_WINDOW); trees that cannot serve the request make later windows needed.
+WINDOW_PER_CANDIDATE = 1.25
+MIN_WINDOW = 256
+# When trait or aggregate filters leave at most this many providers per
+# candidate wanted, one read of them all beats a series of windows.
+FULL_READ_PER_CANDIDATE = 4
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    randomize: bool = False
+    # Most candidates generated per request; negative means no cap.
+    max_candidates: int = -1
+    # What provider summaries report (by microversion).
+    all_classes: bool = True
+    with_traits: bool = True
+
+
+def _stop_after(request: CandidateRequest, settings: SearchSettings) -> int | None:
+    bounds = [request.limit] if request.limit is not None else []
+    if settings.max_candidates >= 0:
+        bounds.append(settings.max_candidates)
+    return min(bounds) if bounds else None
+
+
+def _next_window(scanned: int, found: int, wanted: int) -> int:
+    """Size the next window from the yield so far: enough root ids, at the rate
+    seen, for the candidates still wanted. After windows without a candidate
+    (a full cloud, a flavor few hosts fit), the rest at once: one read of
+    many trees costs less than a series of windows."""
+    if found == 0:
+        return sys.maxsize
+    per_root_id = found / scanned
+    return max(int(WINDOW_PER_CANDIDATE * (wanted - found) / per_root_id), MIN_WINDOW)
+
+
+def _listed_trees(roots: tuple[int, ...], done: int, size: int) -> Window | None:
+    return RootList(roots[done : done + size]) if done < len(roots) else None
+
+
+def _tree_range(first: int, last: int, done: int, size: int) -> Window | None:
+    start = first + done
+    return RootWindow(start, min(start + size - 1, last)) if start <= last else None
+
+
+class Finder:
+    """The search for one request, window by window."""
+
+    def __init__(
+        self,
+        session: AsyncSession,
+        request: CandidateRequest,
+        resolved: ResolvedRequest,
+        settings: SearchSettings,
+        prelude: Prelude,
+        prefetch: Prefetch | None,
+    ) -> None:
+        self.session = session
+        self.request = request
+        self.resolved = resolved
+        self.settings = settings
+        self.stop_after = _stop_after(request, settings)
+        self.shuffle = random.shuffle if settings.randomize else None
+        self.root_of: dict[int, int] = {}
+        self.seen: set[tuple[object, ...]] = set()
+        self.roots = prelude.roots
+        self.all_sharing = prelude.sharing
+        # Holders of the unsuffixed group's required traits.
+        self._holders = prelude.holders
+        self._rows_by_shape: dict[tuple[object, ...], Rows] = {}
+        self._tree_rules: dict[frozenset[int], list[TreeRule]] = {}
+        # Set when a trait or aggregate filter on providers leaves few: the
+        # filter leaving the fewest (the trees they are in are read whole).
+        self.narrow: tuple[FilterKind, frozenset[int]] | None = None
+        # Summaries read while the search runs (nested-aware, not shuffled).
+        self.prefetch = prefetch
+
+    async def run(self) -> list[Candidate]:
+        stop_after = None if self.shuffle is not None else self.stop_after
+        if stop_after is None:
+            # Without a limit, or to shuffle every tree, one read covers everything.
+            return await self._in_window(None, self.stop_after)
+        few = FULL_READ_PER_CANDIDATE * stop_after
+        roots = self.anchors
+        if roots is not None and len(roots) <= few:
+            return await self._windowed(partial(_listed_trees, roots), stop_after)
+        # Other filters applied in SQL that may leave few providers, counted first.
+        groups = self.resolved.groups
+        trait_sets = [any_of for g in groups if g.granular for any_of in g.required]
+        aggregate_sets = [any_of for g in groups for any_of in g.member_of]
+        members = await lookups.member_counts(self.session, trait_sets, aggregate_sets)
+        if min(members, default=few + 1) <= few:
+            narrowest = members.index(min(members))
+            self.narrow = (
+                ("trait", trait_sets[narrowest])
+                if narrowest < len(trait_sets)
+                else ("aggregate", aggregate_sets[narrowest - len(trait_sets)])
+            )
+            return await self._in_window(None, self.stop_after)
+        return await self._windowed(partial(_tree_range, *self.roots), stop_after)
+
+    async def _windowed(
+        self, window_at: Callable[[int, int], Window | None], stop_after: int
+    ) -> list[Candidate]:
+        """Candidates window by window: ``window_at(done, size)`` is the window
+        of ``size`` trees after the first ``done``, or None past the last."""
+        found: list[Candidate] = []
+        done, size = 0, max(int(WINDOW_PER_CANDIDATE * stop_after), MIN_WINDOW)
+        while len(found) < stop_after and (window := window_at(done, size)) is not None:
+            # After windows without a candidate (a full cloud, a rare
+            # flavor), summaries read ahead would most likely go unused.
+            ahead = done == 0 or bool(found)
+            found += await self._in_window(window, stop_after - len(found), ahead)
+            done += size
+            size = _next_window(done, len(found), stop_after)
+        return found
+
+    @cached_property
+    def anchors(self) -> tuple[int, ...] | None:
+        """The roots of the only trees that can anchor a candidate, in order,
+        as far as the unsuffixed group's tree traits tell (a tree must hold
+        one of each); None without tree traits."""
+        holding = [
+            self._holders.roots_having(any_of)
+            for group in self.resolved.groups
+            if not group.granular
+            for any_of in self._tree_traits(group)
+        ]
+        return tuple(sorted(frozenset.intersection(*holding))) if holding else None
+
+    async def _group_rows(self, group: ResolvedGroup, scope: RowScope) -> Rows:
+        """Rows for a group; groups of the same shape share one read."""
+        key = (group.shape, scope)
+        if key not in self._rows_by_shape:
+            # A group without filters of its own reads every provider, however
+            # narrow the other groups are.
+            narrow = self.narrow is not None and bool(group.required or group.member_of)
+            if group.granular:
+                found: Rows = await queries.granular_rows(
+                    self.session, group, self.resolved, scope, narrow
+                )
+            else:
+                # A list of roots was drawn from the tree traits' holders.
+                tree_traits = [] if isinstance(scope, RootList) else self._tree_traits(group)
+                found = await queries.unsuffixed_rows(
+                    self.session, group, self.resolved, scope, tree_traits, narrow
+                )
+            self._rows_by_shape[key] = found
+        return self._rows_by_shape[key]
+
+    def _tree_traits(self, group: ResolvedGroup) -> list[frozenset[int]]:
+        """The unsuffixed group's trait sets that no sharing provider can cover."""
+        held = self._holders.traits
+        sharing_traits = frozenset().union(*(held.get(p, ()) for p in self.all_sharing))
+        return [any_of for any_of in group.required if not any_of & sharing_traits]
+
+    async def _rows(self, window: Window | None) -> list[Rows] | None:
+        """Each group's rows; None when some group has none."""
+        rows: list[Rows] = []
+        for group in self.resolved.groups:
+            found = await self._group_rows(group, window)
+            if window is not None and self.all_sharing:
+                # Sharing providers serve trees in every window: read them once.
+                shared = await self._group_rows(group, "sharing")
+                native = [row for row in found if row[0] not in self.all_sharing]
+                found = cast(Rows, shared + native)
+            if not found:
+                return None
+            rows.append(found)
+        return rows
+
+    async def _in_window(
+        self, window: Window | None, wanted: int | None, ahead: bool = True
+    ) -> list[Candidate]:
+        if ahead:
+            await self._read_ahead(window, wanted)
+        rows = await self._rows(window)
+        if rows is None:
+            return []
+        found = self._of_single_providers(rows, window, wanted)
+        if found is not None:
+            return found
+        sharing, tree_rules = await self._sharing_for(rows, window)
+        root_of = {row[0]: row[1] for group_rows in rows for row in group_rows}
+        self.root_of.update(root_of)
+        rules = await self._search_rules(root_of, sharing.providers)
+        plans = [
+            group_plan(group, group_rows, sharing, rule, window)
+            for group, group_rows, rule in zip(self.resolved.groups, rows, tree_rules, strict=True)
+        ]
+        anchors = set(plans[0].options).intersection(*(plan.options for plan in plans[1:]))
+        order = sorted(a for a in anchors if window is None or a in window)
+        if self.shuffle is not None:
+            self.shuffle(order)
+        return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen)
+
+    def _of_single_providers(
+        self, rows: list[Rows], window: Window | None, wanted: int | None
+    ) -> list[Candidate] | None:
+        """Candidates found without options or a walk, when the request is
+        one unsuffixed group, no sharing provider or shuffling can mix
+        trees, and each tree of the rows is a single provider."""
+        (group, *others) = self.resolved.groups
+        if others or group.granular or self.all_sharing or self.shuffle is not None:
+            return None
+        found = single_provider_search(
+            unsuffixed_plan(group),
+            cast(list[tuple[int, int, int]], rows[0]),
+            self._holders.traits,
+            window,
+            stop_after=wanted,
+        )
+        if found is not None:
+            self.root_of.update((c.chosen[0], c.chosen[0]) for c in found)
+        return found
+
+    async def _read_ahead(self, window: Window | None, wanted: int | None) -> None:
+        """Start reading the summaries of the trees the window's search tries
+        first (one candidate each, when ``wanted``) while its rows are read
+        and the search runs; without a window, of the first trees a narrow
+        filter leaves or, with none, of every tree."""
+        if self.prefetch is None:
+            return
+        if isinstance(window, RootList):
+            await self.prefetch.start(window.roots[:wanted])
+        elif isinstance(window, RootWindow):
+            last = window.last if wanted is None else min(window.last, window.first + wanted - 1)
+            await self.prefetch.start(range(window.first, last + 1))
+        elif self.narrow is not None:
+            # The trees of the providers the filter leaves, one candidate each.
+            assert wanted is not None
+            await self.prefetch.start_first_trees(*self.narrow, wanted)
+        else:
+            await self.prefetch.start(self.anchors)
+
+    async def _sharing_for(
+        self, rows: list[Rows], window: Window | None
+    ) -> tuple[SharingMap, list[TreeRule]]:
+        """The sharing providers the rows name, the trees of the window they
+        serve, and the groups' tree rules."""
+        all_sharing = self.all_sharing
+        used = frozenset(
+            row[0] for group in rows if all_sharing for row in group if row[0] in all_sharing
+        )
+        if used not in self._tree_rules:
+            self._tree_rules[used] = await tree_rules(self.session, self.resolved, used)
+        sharing = await sharing_map(self.session, used, window)
+        return sharing, self._tree_rules[used]
+
+    async def _search_rules(self, root_of: dict[int, int], sharing: frozenset[int]) -> SearchRules:
+        seen: set[int] = set()
+        shared_classes: set[int] = set()
+        for group in self.resolved.groups:
+            shared_classes |= seen & group.amounts.keys()
+            seen |= group.amounts.keys()
+        headroom = {}
+        if shared_classes:
+            headroom = await lookups.headroom(self.session, shared_classes, root_of)
+        parent_of = {}
+        if self.request.same_subtrees:
+            parent_of = await lookups.parents_in_trees(self.session, set(root_of.values()))
+        return SearchRules(
+            isolate=self.request.isolate,
+            same_subtrees=self.request.same_subtrees,
+            nested_aware=self.request.nested_aware,
+            headroom=headroom,
+            provider_traits=self._holders.traits,
+            root_of=root_of,
+            parent_of=parent_of,
+            sharing=sharing,
+        )

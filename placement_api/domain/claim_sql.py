@@ -2,9 +2,12 @@
 
 A claim is on the hottest path of the service; building and compiling its
 statements cost the API more CPU than running them (profiled: about 40% of
-a ``PUT /allocations``). So each is built here once, with expanding or plain
-bind parameters, on the tables rather than the ORM entities (no ORM
-compilation), and SQLAlchemy compiles each once per dialect.
+a ``PUT /allocations``), and so did running them through SQLAlchemy. So
+each is built here once, on the tables rather than the ORM entities, as a
+``Prepared`` statement (``db/prepared.py``): compiled once per dialect and,
+on PostgreSQL, sent straight to asyncpg with lists bound as arrays
+(``= ANY($1)``), so the driver keeps one prepared statement for every
+length. SQLite runs the same statements through SQLAlchemy.
 
 The usage update checks capacity and applies the change in one statement:
 the capacity predicate is evaluated on the row as it is once locked, so no
@@ -16,11 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
     Integer,
+    Select,
     Table,
     bindparam,
     delete,
@@ -35,8 +39,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import Allocation, Inventory, ResourceClass, ResourceProvider
+from placement_api.db.prepared import Membership, Prepared
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits
-from placement_api.domain.consumers import OWNER_LOOKUPS
+from placement_api.domain.consumers import owner_lookups
 
 # (provider id, resource class id)
 Slot = tuple[int, int]
@@ -48,45 +53,67 @@ _ROW_ARRAYS = ("row_consumers", "row_providers", "row_classes", "row_used")
 _allocations = cast(Table, Allocation.__table__)
 _providers = cast(Table, ResourceProvider.__table__)
 _classes = cast(Table, ResourceClass.__table__)
+_inventories = cast(Table, Inventory.__table__)
 
 # (kind, name, id): the classes and providers a write names, and the
-# consumers' owners (``consumers.OWNER_LOOKUPS``), in one round trip.
-NAMES = union_all(
-    select(literal_column("'class'").label("kind"), _classes.c.name, _classes.c.id).where(
-        _classes.c.name.in_(bindparam("names", expanding=True))
-    ),
-    select(literal_column("'provider'"), _providers.c.uuid, _providers.c.id).where(
-        _providers.c.uuid.in_(bindparam("uuids", expanding=True))
-    ),
-    *OWNER_LOOKUPS,
+# consumers' owners (``consumers.owner_lookups``), in one round trip.
+NAMES = Prepared.per_dialect(
+    lambda member: union_all(
+        select(literal_column("'class'").label("kind"), _classes.c.name, _classes.c.id).where(
+            member(_classes.c.name, "names")
+        ),
+        select(literal_column("'provider'"), _providers.c.uuid, _providers.c.id).where(
+            member(_providers.c.uuid, "uuids")
+        ),
+        *owner_lookups(member),
+    )
 )
 
-HELD = select(
-    _allocations.c.consumer_id,
-    _allocations.c.resource_provider_id,
-    _allocations.c.resource_class_id,
-    _allocations.c.used,
-).where(_allocations.c.consumer_id.in_(bindparam("consumer_ids", expanding=True)))
+# What the consumers hold, with the provider uuids and class names the
+# change feed reports them by.
+HELD = Prepared.per_dialect(
+    lambda member: (
+        select(
+            _allocations.c.consumer_id,
+            _allocations.c.resource_provider_id,
+            _allocations.c.resource_class_id,
+            _allocations.c.used,
+            _providers.c.uuid,
+            _classes.c.name,
+        )
+        .join(_providers, _providers.c.id == _allocations.c.resource_provider_id)
+        .join(_classes, _classes.c.id == _allocations.c.resource_class_id)
+        .where(member(_allocations.c.consumer_id, "consumer_ids"))
+    )
+)
 
-DELETE_HELD = delete(_allocations).where(
-    _allocations.c.consumer_id.in_(bindparam("consumer_ids", expanding=True))
+DELETE_HELD = Prepared.per_dialect(
+    lambda member: delete(_allocations).where(member(_allocations.c.consumer_id, "consumer_ids"))
 )
 INSERT_ALLOCATIONS = insert(_allocations)
 
-_LOCK_IN_ORDER = (
-    select(_providers.c.id)
-    .where(_providers.c.id.in_(bindparam("provider_ids", expanding=True)))
-    .order_by(_providers.c.id)
-    .with_for_update()
+
+def _lock_in_order(member: Membership) -> Select[tuple[int]]:
+    return (
+        select(_providers.c.id)
+        .where(member(_providers.c.id, "provider_ids"))
+        .order_by(_providers.c.id)
+        .with_for_update()
+    )
+
+
+LOCK_PROVIDERS = Prepared.per_dialect(
+    lambda member: _lock_in_order(member).add_columns(_providers.c.generation)
 )
-LOCK_PROVIDERS = _LOCK_IN_ORDER.add_columns(_providers.c.generation)
 # The subquery takes the row locks in id order; the update then only
 # touches rows this transaction holds.
-LOCK_AND_BUMP_PROVIDERS = (
-    update(_providers)
-    .where(_providers.c.id.in_(_LOCK_IN_ORDER.scalar_subquery()))
-    .values(generation=_providers.c.generation + 1, updated_at=bindparam("bumped_at"))
-    .returning(_providers.c.id, _providers.c.generation)
+LOCK_AND_BUMP_PROVIDERS = Prepared.per_dialect(
+    lambda member: (
+        update(_providers)
+        .where(_providers.c.id.in_(_lock_in_order(member).scalar_subquery()))
+        .values(generation=_providers.c.generation + 1, updated_at=bindparam("bumped_at"))
+        .returning(_providers.c.id, _providers.c.generation)
+    )
 )
 
 _RETURNED = (
@@ -97,9 +124,20 @@ _FITS = (
     "(d.change <= 0 OR inventories.used + d.change "
     "<= (inventories.total - inventories.reserved) * inventories.allocation_ratio)"
 )
-_USAGE_UPDATE = {
-    # The new allocation rows go in with the usage, in the same round trip.
-    "postgresql": text(
+# The new allocation rows go in with the usage, in the same round trip
+# (SQLite: a second statement).
+_USAGE_UPDATE = Prepared(
+    text(
+        f"""
+        UPDATE inventories SET used = inventories.used + d.change
+        FROM (SELECT json_extract(value, '$[0]') AS rp, json_extract(value, '$[1]') AS rc,
+                     json_extract(value, '$[2]') AS change FROM json_each(:slots)) AS d
+        WHERE inventories.resource_provider_id = d.rp AND inventories.resource_class_id = d.rc
+          AND {_FITS}
+        RETURNING {_RETURNED}
+        """
+    ),
+    postgresql=text(
         f"""
         WITH inserted AS (
             INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
@@ -123,20 +161,12 @@ _USAGE_UPDATE = {
         bindparam("row_classes", type_=ARRAY(Integer)),
         bindparam("row_used", type_=ARRAY(BigInteger)),
     ),
-    "sqlite": text(
-        f"""
-        UPDATE inventories SET used = inventories.used + d.change
-        FROM (SELECT json_extract(value, '$[0]') AS rp, json_extract(value, '$[1]') AS rc,
-                     json_extract(value, '$[2]') AS change FROM json_each(:slots)) AS d
-        WHERE inventories.resource_provider_id = d.rp AND inventories.resource_class_id = d.rc
-          AND {_FITS}
-        RETURNING {_RETURNED}
-        """
-    ),
-}
-_INVENTORY_SLOTS = select(
-    Inventory.resource_provider_id, Inventory.resource_class_id, Inventory.used, *LIMIT_COLUMNS
-).where(Inventory.resource_provider_id.in_(bindparam("provider_ids", expanding=True)))
+)
+_INVENTORY_SLOTS = Prepared.per_dialect(
+    lambda member: select(
+        Inventory.resource_provider_id, Inventory.resource_class_id, Inventory.used, *LIMIT_COLUMNS
+    ).where(member(_inventories.c.resource_provider_id, "provider_ids"))
+)
 
 
 @dataclass(frozen=True)
@@ -145,13 +175,9 @@ class InventorySlot:
     used: int
 
 
-def _slots(rows: object) -> dict[Slot, InventorySlot]:
-    return {
-        (row.resource_provider_id, row.resource_class_id): InventorySlot(
-            InventoryLimits.from_row(row), row.used
-        )
-        for row in rows  # type: ignore[attr-defined]
-    }
+def _slots(rows: Sequence[Sequence[Any]]) -> dict[Slot, InventorySlot]:
+    """Rows of (provider id, class id, used, *LIMIT_COLUMNS) by slot."""
+    return {(row[0], row[1]): InventorySlot(InventoryLimits(*row[3:9]), row[2]) for row in rows}
 
 
 async def apply(
@@ -172,9 +198,9 @@ async def apply(
             "changes": list(changes.values()),
             **{name: [row[index] for row in rows] for index, name in enumerate(_ROW_ARRAYS)},
         }
-        return _slots(await session.execute(_USAGE_UPDATE[dialect], params))
+        return _slots(await _USAGE_UPDATE.rows(session, **params))
     params = {"slots": json.dumps([[*slot, change] for slot, change in changes.items()])}
-    applied = _slots(await session.execute(_USAGE_UPDATE[dialect], params))
+    applied = _slots(await _USAGE_UPDATE.rows(session, **params))
     if rows:
         await session.execute(
             INSERT_ALLOCATIONS, [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows]
@@ -186,5 +212,4 @@ async def inventory_slots(
     session: AsyncSession, provider_ids: set[int]
 ) -> dict[Slot, InventorySlot]:
     """Every inventory of the providers, as this transaction sees it."""
-    rows = await session.execute(_INVENTORY_SLOTS, {"provider_ids": sorted(provider_ids)})
-    return _slots(rows)
+    return _slots(await _INVENTORY_SLOTS.rows(session, provider_ids=sorted(provider_ids)))

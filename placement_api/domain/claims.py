@@ -30,7 +30,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Executable
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
@@ -68,6 +67,10 @@ class ClaimPlan:
     provider_ids: dict[str, int]
     class_ids: dict[str, int]
     held: list[Row]
+    # By id, of every provider and class named or held: what the change
+    # feed and error messages call them.
+    provider_uuids: dict[int, str]
+    class_names: dict[int, str]
 
     def wanted(self) -> list[Row]:
         rows: list[Row] = []
@@ -122,7 +125,7 @@ async def _resolve_names(
         return {}, {}, {kind: {} for kind in owners}
     params = {kind: sorted(wanted) for kind, wanted in owners.items()}
     params |= {"names": sorted(names), "uuids": sorted(uuids)}
-    for kind, key, row_id in await session.execute(claim_sql.NAMES, params):
+    for kind, key, row_id in await claim_sql.NAMES.rows(session, **params):
         found[kind][key] = row_id
     class_ids, provider_ids = found.pop("class"), found.pop("provider")
     unknown = sorted(names - class_ids.keys())
@@ -134,11 +137,24 @@ async def _resolve_names(
     return class_ids, provider_ids, found
 
 
-async def _held_rows(session: AsyncSession, consumer_ids: list[int]) -> list[Row]:
+async def _held_rows(
+    session: AsyncSession,
+    consumer_ids: list[int],
+    provider_uuids: dict[int, str],
+    class_names: dict[int, str],
+) -> list[Row]:
+    """What the consumers hold; the names of its providers and classes go
+    into ``provider_uuids`` and ``class_names``."""
     if not consumer_ids:
         return []
-    rows = await session.execute(claim_sql.HELD, {"consumer_ids": consumer_ids})
-    return [Row(*row) for row in rows]
+    held = []
+    for consumer_id, provider_id, class_id, used, uuid, name in await claim_sql.HELD.rows(
+        session, consumer_ids=consumer_ids
+    ):
+        held.append(Row(consumer_id, provider_id, class_id, used))
+        provider_uuids[provider_id] = uuid
+        class_names[class_id] = name
+    return held
 
 
 def _refuse_repeated_consumers(claims: Sequence[ConsumerClaim]) -> None:
@@ -159,9 +175,15 @@ async def prepare(
     _refuse_repeated_consumers(claims)
     class_ids, provider_ids, owners = await _resolve_names(session, claims, failure)
     consumers = await consumer_rows.lock(session, claims, owners)
+    provider_uuids = {pid: uuid for uuid, pid in provider_ids.items()}
+    class_names = {cid: name for name, cid in class_ids.items()}
     # Consumers this transaction created cannot hold anything yet.
-    held = [] if consumers.all_created() else await _held_rows(session, consumers.ids())
-    return ClaimPlan(claims, consumers, provider_ids, class_ids, held)
+    held = (
+        []
+        if consumers.all_created()
+        else await _held_rows(session, consumers.ids(), provider_uuids, class_names)
+    )
+    return ClaimPlan(claims, consumers, provider_ids, class_ids, held, provider_uuids, class_names)
 
 
 async def lock_providers(
@@ -175,12 +197,13 @@ async def lock_providers(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    statement: Executable = claim_sql.LOCK_PROVIDERS
-    params: dict[str, object] = {"provider_ids": wanted}
     if bump:
-        statement, params["bumped_at"] = claim_sql.LOCK_AND_BUMP_PROVIDERS, now()
-    rows = await session.execute(statement, params)
-    generations: dict[int, int] = dict(rows.all())
+        rows = await claim_sql.LOCK_AND_BUMP_PROVIDERS.rows(
+            session, provider_ids=wanted, bumped_at=now()
+        )
+    else:
+        rows = await claim_sql.LOCK_PROVIDERS.rows(session, provider_ids=wanted)
+    generations = {provider_id: generation for provider_id, generation in rows}
     for provider_id in wanted:
         if provider_id not in generations:
             raise _missing_provider((names or {}).get(provider_id, str(provider_id)))
@@ -191,8 +214,8 @@ class _Namer:
     """Provider uuids and class names for error messages."""
 
     def __init__(self, plan: ClaimPlan) -> None:
-        self.providers = {pid: uuid for uuid, pid in plan.provider_ids.items()}
-        self.classes = {cid: name for name, cid in plan.class_ids.items()}
+        self.providers = plan.provider_uuids
+        self.classes = plan.class_names
 
     def cannot_create(self, slot: Slot, why: str) -> errors.Conflict:
         return _conflict(
@@ -260,7 +283,7 @@ async def write(session: AsyncSession, plan: ClaimPlan) -> dict[Slot, int]:
     wanted = plan.wanted()
     changes = _usage_changes(plan.held, wanted)
     if plan.held:
-        await session.execute(claim_sql.DELETE_HELD, {"consumer_ids": plan.consumers.ids()})
+        await claim_sql.DELETE_HELD.rows(session, consumer_ids=plan.consumers.ids())
     new_rows = [(row.consumer_id, row.provider_id, row.class_id, row.used) for row in wanted]
     applied = await claim_sql.apply(session, changes, new_rows)
     required = {row.slot for row in wanted} | {slot for slot, c in changes.items() if c > 0}
@@ -276,9 +299,10 @@ async def replace_allocations(
 ) -> None:
     """Give each consumer exactly the allocations of its claim, all or nothing."""
     plan = await prepare(session, claims, failure=failure)
-    names = {pid: uuid for uuid, pid in plan.provider_ids.items()}
-    generations = await lock_providers(session, plan.touched_provider_ids(), bump=True, names=names)
-    await feed.allocations_changed(session, plan, await write(session, plan), generations)
+    generations = await lock_providers(
+        session, plan.touched_provider_ids(), bump=True, names=plan.provider_uuids
+    )
+    feed.allocations_changed(session, plan, await write(session, plan), generations)
 
 
 async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:
@@ -293,4 +317,4 @@ async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:
     if not plan.held:
         raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
     generations = await lock_providers(session, plan.touched_provider_ids(), bump=False)
-    await feed.allocations_changed(session, plan, await write(session, plan), generations)
+    feed.allocations_changed(session, plan, await write(session, plan), generations)

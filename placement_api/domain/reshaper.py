@@ -202,4 +202,4 @@ async def _record(
         changes.inventory_changed(
             session, changes.UPDATED, item.uuid, after.generation, limits, item.inventories
         )
-    await changes.allocations_changed(session, plan, usage_after, generations)
+    changes.allocations_changed(session, plan, usage_after, generations)

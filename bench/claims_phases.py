@@ -31,8 +31,10 @@ PHASES: dict[str, tuple[Any, str]] = {
     "begin: pool checkout, ping, BEGIN": (AsyncSession, "connection"),
     "names: classes and providers": (claims, "_resolve_names"),
     "consumer: owners, insert": (consumers, "lock"),
-    "lock and bump providers": (claims, "lock_providers"),
-    "usage, allocation rows (write)": (claims, "write"),
+    # A claim (PUT, POST) locks and bumps its providers inside the write;
+    # DELETE and the reshaper lock them before it.
+    "lock providers (DELETE, reshaper)": (claims, "lock_providers"),
+    "write: lock, bump, rows, usage, settle": (claims, "write"),
     "change feed: queue the entry": (changes, "allocations_changed"),
     "change feed: append at commit": (changes, "_append_on_postgresql"),
     "commit (less the feed's append)": (AsyncSession, "commit"),

@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
+    DateTime,
     Integer,
     Select,
     Table,
@@ -124,6 +126,10 @@ _FITS = (
     "(d.change <= 0 OR inventories.used + d.change "
     "<= (inventories.total - inventories.reserved) * inventories.allocation_ratio)"
 )
+_ARRAY_PARAMETERS = [
+    bindparam(name, type_=ARRAY(BigInteger if name in ("changes", "row_used") else Integer))
+    for name in ("providers", "classes", "changes", *_ROW_ARRAYS)
+]
 # The new allocation rows go in with the usage, in the same round trip
 # (SQLite: a second statement).
 _USAGE_UPDATE = Prepared(
@@ -141,26 +147,60 @@ _USAGE_UPDATE = Prepared(
         f"""
         WITH inserted AS (
             INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
-            SELECT * FROM unnest(CAST(:row_consumers AS integer[]),
-                                 CAST(:row_providers AS integer[]),
-                                 CAST(:row_classes AS integer[]), CAST(:row_used AS bigint[]))
+            SELECT * FROM unnest(:row_consumers, :row_providers, :row_classes, :row_used)
         )
         UPDATE inventories SET used = inventories.used + d.change
-        FROM unnest(CAST(:providers AS integer[]), CAST(:classes AS integer[]),
-                    CAST(:changes AS bigint[])) AS d(rp, rc, change)
+        FROM unnest(:providers, :classes, :changes) AS d(rp, rc, change)
         WHERE inventories.resource_provider_id = d.rp AND inventories.resource_class_id = d.rc
           AND {_FITS}
         RETURNING {_RETURNED}
         """
+    ).bindparams(*_ARRAY_PARAMETERS),
+)
+# PostgreSQL: a claim's provider locks, generation bumps, allocation rows
+# and usage in one round trip. The rows and usage are written only when
+# every provider was locked (one deleted meanwhile is not), and only once
+# all the locks are held: that condition is evaluated before the first row
+# is written. Usage rows changed meanwhile by the writer the locks waited
+# for are re-read by the UPDATE (PostgreSQL re-checks its WHERE, capacity
+# included, on the latest committed row), as a later statement would see them.
+_LOCK_AND_APPLY = Prepared(
+    text(
+        f"""
+        WITH locked AS (
+            UPDATE resource_providers
+            SET generation = resource_providers.generation + 1, updated_at = :bumped_at
+            WHERE resource_providers.id IN (
+                SELECT id FROM resource_providers WHERE id = ANY(:provider_ids)
+                ORDER BY id FOR UPDATE
+            )
+            RETURNING resource_providers.id, resource_providers.generation
+        ),
+        ready AS (
+            SELECT count(*) = cardinality(:provider_ids) AS all_locked FROM locked
+        ),
+        inserted AS (
+            INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+            SELECT * FROM unnest(:row_consumers, :row_providers, :row_classes, :row_used)
+            WHERE (SELECT all_locked FROM ready)
+        ),
+        applied AS (
+            UPDATE inventories SET used = inventories.used + d.change
+            FROM unnest(:providers, :classes, :changes) AS d(rp, rc, change)
+            WHERE inventories.resource_provider_id = d.rp
+              AND inventories.resource_class_id = d.rc
+              AND {_FITS} AND (SELECT all_locked FROM ready)
+            RETURNING {_RETURNED}
+        )
+        SELECT {_RETURNED} FROM applied
+        UNION ALL
+        SELECT NULL, id, generation, NULL, NULL, NULL, NULL, NULL, NULL FROM locked
+        """
     ).bindparams(
-        bindparam("providers", type_=ARRAY(Integer)),
-        bindparam("classes", type_=ARRAY(Integer)),
-        bindparam("changes", type_=ARRAY(BigInteger)),
-        bindparam("row_consumers", type_=ARRAY(Integer)),
-        bindparam("row_providers", type_=ARRAY(Integer)),
-        bindparam("row_classes", type_=ARRAY(Integer)),
-        bindparam("row_used", type_=ARRAY(BigInteger)),
-    ),
+        bindparam("provider_ids", type_=ARRAY(Integer)),
+        bindparam("bumped_at", type_=DateTime(timezone=True)),
+        *_ARRAY_PARAMETERS,
+    )
 )
 _INVENTORY_SLOTS = Prepared.per_dialect(
     lambda member: select(
@@ -190,15 +230,8 @@ async def apply(
     the write (rolling the rows back)."""
     if not changes:
         return {}
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        params: dict[str, object] = {
-            "providers": [slot[0] for slot in changes],
-            "classes": [slot[1] for slot in changes],
-            "changes": list(changes.values()),
-            **{name: [row[index] for row in rows] for index, name in enumerate(_ROW_ARRAYS)},
-        }
-        return _slots(await _USAGE_UPDATE.rows(session, **params))
+    if session.get_bind().dialect.name == "postgresql":
+        return _slots(await _USAGE_UPDATE.rows(session, **_arrays(changes, rows)))
     params = {"slots": json.dumps([[*slot, change] for slot, change in changes.items()])}
     applied = _slots(await _USAGE_UPDATE.rows(session, **params))
     if rows:
@@ -206,6 +239,49 @@ async def apply(
             INSERT_ALLOCATIONS, [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows]
         )
     return applied
+
+
+async def lock_and_apply(
+    session: AsyncSession,
+    provider_ids: Sequence[int],
+    bumped_at: datetime,
+    changes: Mapping[Slot, int],
+    rows: Sequence[AllocationRow],
+) -> tuple[dict[int, int], dict[Slot, InventorySlot]]:
+    """Lock the providers in id order and bump their generations, then
+    ``apply``; the generations after, by provider id, and the slots changed.
+    A provider missing from the generations no longer exists: then nothing
+    was applied."""
+    if session.get_bind().dialect.name != "postgresql":
+        generations = await _lock_and_bump(session, provider_ids, bumped_at)
+        if len(generations) < len(provider_ids):
+            return generations, {}
+        return generations, await apply(session, changes, rows)
+    found = await _LOCK_AND_APPLY.rows(
+        session, provider_ids=list(provider_ids), bumped_at=bumped_at, **_arrays(changes, rows)
+    )
+    slots = [row for row in found if row[0] is not None]
+    generations = {row[1]: row[2] for row in found if row[0] is None}
+    return generations, _slots(slots)
+
+
+async def _lock_and_bump(
+    session: AsyncSession, provider_ids: Sequence[int], bumped_at: datetime
+) -> dict[int, int]:
+    rows = await LOCK_AND_BUMP_PROVIDERS.rows(
+        session, provider_ids=list(provider_ids), bumped_at=bumped_at
+    )
+    return {provider_id: generation for provider_id, generation in rows}
+
+
+def _arrays(changes: Mapping[Slot, int], rows: Sequence[AllocationRow]) -> dict[str, list[int]]:
+    """The PostgreSQL usage update's parameters: one array per column."""
+    return {
+        "providers": [slot[0] for slot in changes],
+        "classes": [slot[1] for slot in changes],
+        "changes": list(changes.values()),
+        **{name: [row[index] for row in rows] for index, name in enumerate(_ROW_ARRAYS)},
+    }
 
 
 async def inventory_slots(

@@ -7,20 +7,25 @@ One transaction, in this order:
    (400 for unknown names);
 2. lock or create the consumers and check their generations
    (``domain/consumers.py``);
-3. lock every provider the write touches — named now or held before — in
+3. remove the consumers' old allocation rows (theirs alone: the consumer
+   locks guard them);
+4. lock every provider the write touches — named now or held before — in
    ascending id order (``SELECT ... ORDER BY id FOR UPDATE``), and bump their
    generations. Concurrent writers to a provider queue on its row lock
-   rather than fail, so there is no race for the client to retry;
-4. with the locks held, remove the consumers' old allocation rows, then in
-   one statement (``claim_sql.py``; two on SQLite) insert the new ones and
-   apply the net change of every (provider, class) to ``inventories.used``,
-   where the capacity rule of ``domain/capacity.py`` holds for each growing
-   usage; check each requested amount against min_unit/max_unit/step_size.
-   Usage that shrinks or stays is always accepted, so a provider left over
-   capacity by an operator still takes moves and releases. A refusal reads
-   the inventories to say which rule failed, and the transaction is rolled
-   back;
+   rather than fail, so there is no race for the client to retry. With the
+   locks held, insert the new allocation rows and apply the net change of
+   every (provider, class) to ``inventories.used``, where the capacity rule
+   of ``domain/capacity.py`` holds for each growing usage, evaluated on the
+   locked row. On PostgreSQL this step is one statement (``claim_sql.py``);
+   on SQLite three. Check each requested amount against
+   min_unit/max_unit/step_size. Usage that shrinks or stays is always
+   accepted, so a provider left over capacity by an operator still takes
+   moves and releases. A refusal reads the inventories to say which rule
+   failed, and the transaction is rolled back;
 5. settle the consumers (generation + 1, or removed when they hold nothing).
+
+DELETE and the reshaper lock the providers (step 4's locks, in the same
+order) before step 3: the reshaper compares their generations first.
 """
 
 from __future__ import annotations
@@ -189,11 +194,8 @@ async def prepare(
 async def lock_providers(
     session: AsyncSession, ids: Iterable[int], *, bump: bool, names: dict[int, str] | None = None
 ) -> dict[int, int]:
-    """Lock providers in ascending id order; their generations by id (bumped when ``bump``).
-
-    A provider deleted since it was looked up is reported as not existing,
-    as if the delete had come first — which, once serialised, it did.
-    """
+    """Lock providers in ascending id order; their generations by id
+    (bumped when ``bump``). A provider deleted meanwhile is a 400."""
     wanted = sorted(set(ids))
     if not wanted:
         return {}
@@ -204,10 +206,16 @@ async def lock_providers(
     else:
         rows = await claim_sql.LOCK_PROVIDERS.rows(session, provider_ids=wanted)
     generations = {provider_id: generation for provider_id, generation in rows}
+    _check_locked(wanted, generations, names or {})
+    return generations
+
+
+def _check_locked(wanted: list[int], generations: dict[int, int], names: dict[int, str]) -> None:
+    """A provider deleted since it was looked up is reported as not existing,
+    as if the delete had come first — which, once serialised, it did."""
     for provider_id in wanted:
         if provider_id not in generations:
-            raise _missing_provider((names or {}).get(provider_id, str(provider_id)))
-    return generations
+            raise _missing_provider(names.get(provider_id, str(provider_id)))
 
 
 class _Namer:
@@ -275,23 +283,37 @@ async def _refuse(
     raise _conflict("the inventories changed during the write.")
 
 
-async def write(session: AsyncSession, plan: ClaimPlan) -> dict[Slot, int]:
-    """Check and apply a prepared write; its providers must already be locked.
+async def write(
+    session: AsyncSession, plan: ClaimPlan, *, lock_and_bump: bool = False
+) -> tuple[dict[Slot, int], dict[int, int]]:
+    """Check and apply a prepared write. Its providers must already be
+    locked, unless ``lock_and_bump``: then the write locks them (in id order)
+    and bumps their generations first, in the same statement on PostgreSQL.
 
-    Returns the usage after the write of every (provider, class) it touched.
+    Returns the usage after the write of every (provider, class) it touched
+    and, with ``lock_and_bump``, the providers' generations after.
     """
     wanted = plan.wanted()
     changes = _usage_changes(plan.held, wanted)
     if plan.held:
+        # The rows are the locked consumers'; only usage needs the providers locked.
         await claim_sql.DELETE_HELD.rows(session, consumer_ids=plan.consumers.ids())
     new_rows = [(row.consumer_id, row.provider_id, row.class_id, row.used) for row in wanted]
-    applied = await claim_sql.apply(session, changes, new_rows)
+    generations: dict[int, int] = {}
+    locking = sorted(plan.touched_provider_ids()) if lock_and_bump else []
+    if locking:
+        generations, applied = await claim_sql.lock_and_apply(
+            session, locking, now(), changes, new_rows
+        )
+        _check_locked(locking, generations, plan.provider_uuids)
+    else:
+        applied = await claim_sql.apply(session, changes, new_rows)
     required = {row.slot for row in wanted} | {slot for slot, c in changes.items() if c > 0}
     if not required <= applied.keys():
         await _refuse(session, plan, wanted, changes, applied)
     _check_units(wanted, applied, _Namer(plan))
     await consumer_rows.settle(session, plan.claims, plan.consumers)
-    return {slot: inventory.used for slot, inventory in applied.items()}
+    return {slot: inventory.used for slot, inventory in applied.items()}, generations
 
 
 async def replace_allocations(
@@ -299,10 +321,8 @@ async def replace_allocations(
 ) -> None:
     """Give each consumer exactly the allocations of its claim, all or nothing."""
     plan = await prepare(session, claims, failure=failure)
-    generations = await lock_providers(
-        session, plan.touched_provider_ids(), bump=True, names=plan.provider_uuids
-    )
-    feed.allocations_changed(session, plan, await write(session, plan), generations)
+    usage_after, generations = await write(session, plan, lock_and_bump=True)
+    feed.allocations_changed(session, plan, usage_after, generations)
 
 
 async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:
@@ -317,4 +337,5 @@ async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:
     if not plan.held:
         raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
     generations = await lock_providers(session, plan.touched_provider_ids(), bump=False)
-    feed.allocations_changed(session, plan, await write(session, plan), generations)
+    usage_after, _ = await write(session, plan)
+    feed.allocations_changed(session, plan, usage_after, generations)

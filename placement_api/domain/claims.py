@@ -43,7 +43,7 @@ from placement_api.domain import claim_sql
 from placement_api.domain import consumers as consumer_rows
 from placement_api.domain.capacity import fits, unit_violation
 from placement_api.domain.claim_sql import InventorySlot, Slot
-from placement_api.domain.consumers import ConsumerClaim, ConsumerSet, Owners
+from placement_api.domain.consumers import ConsumerClaim, ConsumerSet, LockedConsumer, Owners
 from placement_api.domain.generations import now
 
 __all__ = ["ClaimPlan", "Slot", "lock_providers", "prepare", "replace_allocations", "write"]
@@ -116,30 +116,46 @@ def _conflict(detail: str) -> errors.Conflict:
 
 async def _resolve_names(
     session: AsyncSession, claims: Sequence[ConsumerClaim], failure: str
-) -> tuple[dict[str, int], dict[str, int], Owners]:
+) -> tuple[dict[str, int], dict[str, int], Owners, dict[str, int]]:
     """Ids of the classes and providers the claims name, and of the consumers'
-    owners (``consumers.wanted_owners``), in one statement.
+    owners (``consumers.wanted_owners``), in one statement; on PostgreSQL, a
+    claim of one new consumer also inserts it there (``claim_sql.NAMES_CREATING``):
+    the last value, the ids of the consumers so created by uuid.
 
     Unknown classes are reported before missing providers.
     """
     names = {name for claim in claims for amounts in claim.allocations.values() for name in amounts}
     uuids = {uuid for claim in claims for uuid in claim.allocations}
     owners = consumer_rows.wanted_owners(claims)
-    found: Owners = {kind: {} for kind in ("class", "provider", *owners)}
+    found: Owners = {kind: {} for kind in ("class", "provider", "consumer", *owners)}
     if not uuids:  # nothing to allocate, so no owner either
-        return {}, {}, {kind: {} for kind in owners}
+        return {}, {}, {kind: {} for kind in owners}, {}
     params = {kind: sorted(wanted) for kind, wanted in owners.items()}
     params |= {"names": sorted(names), "uuids": sorted(uuids)}
-    for kind, key, row_id in await claim_sql.NAMES.rows(session, **params):
+    statement = claim_sql.NAMES
+    if len(claims) == 1 and _creates_in_one_round_trip(session, claims[0]):
+        statement = claim_sql.NAMES_CREATING
+        params |= claim_sql.new_consumer_values(claims[0])
+    for kind, key, row_id in await statement.rows(session, **params):
         found[kind][key] = row_id
-    class_ids, provider_ids = found.pop("class"), found.pop("provider")
+    class_ids, provider_ids, created = (
+        found.pop("class"),
+        found.pop("provider"),
+        found.pop("consumer"),
+    )
     unknown = sorted(names - class_ids.keys())
     if unknown:
         raise errors.BadRequest(f"{failure}: No such resource class {unknown[0]}.")
     for uuid in sorted(uuids):
         if uuid not in provider_ids:
             raise _missing_provider(uuid)
-    return class_ids, provider_ids, found
+    return class_ids, provider_ids, found, created
+
+
+def _creates_in_one_round_trip(session: AsyncSession, claim: ConsumerClaim) -> bool:
+    # One consumer only: it is then the only consumer lock the write takes,
+    # so the order of consumer locks holds whatever comes of the insert.
+    return consumer_rows.expects_new(claim) and session.get_bind().dialect.name == "postgresql"
 
 
 async def _held_rows(
@@ -178,8 +194,17 @@ async def prepare(
     ``failure`` starts the message of an unknown-class error.
     """
     _refuse_repeated_consumers(claims)
-    class_ids, provider_ids, owners = await _resolve_names(session, claims, failure)
-    consumers = await consumer_rows.lock(session, claims, owners)
+    class_ids, provider_ids, owners, created = await _resolve_names(session, claims, failure)
+    if created:  # by the names' look-up: one consumer, inserted settled
+        ((uuid, ident),) = created.items()
+        consumers = ConsumerSet(
+            {uuid: LockedConsumer(uuid, ident, created=True)},
+            projects=owners["project"],
+            users=owners["user"],
+            types=owners["type"],
+        )
+    else:
+        consumers = await consumer_rows.lock(session, claims, owners)
     provider_uuids = {pid: uuid for uuid, pid in provider_ids.items()}
     class_names = {cid: name for name, cid in class_ids.items()}
     # Consumers this transaction created cannot hold anything yet.

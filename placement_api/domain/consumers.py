@@ -284,9 +284,9 @@ async def _lock_or_create(
 ) -> LockedConsumer:
     # A client that says "new consumer" is nearly always right: insert first
     # and look for an existing row only when the insert finds one.
-    expects_new = _expects_new(claim)
+    new = expects_new(claim)
     for _ in range(_CREATE_ATTEMPTS):
-        if expects_new:
+        if new:
             new_id = await _insert_if_absent(session, claim, owners)
             if new_id is not None:
                 return LockedConsumer(claim.uuid, id=new_id, created=True)
@@ -302,7 +302,8 @@ async def _lock_or_create(
     raise _created_and_removed(claim.uuid)
 
 
-def _expects_new(claim: ConsumerClaim) -> bool:
+def expects_new(claim: ConsumerClaim) -> bool:
+    """The client says the consumer does not exist yet (generation null)."""
     return bool(claim.allocations) and claim.check_generation and claim.generation is None
 
 
@@ -337,7 +338,7 @@ async def lock(
     """
     consumers = await _owner_ids(session, claims, owners)
     ordered = sorted(claims, key=lambda c: c.uuid)
-    if len(ordered) > 1 and all(_expects_new(claim) for claim in ordered):
+    if len(ordered) > 1 and all(expects_new(claim) for claim in ordered):
         # A scheduler's batch of claims: one statement instead of one per consumer.
         await _create_all(session, ordered, consumers)
         return consumers

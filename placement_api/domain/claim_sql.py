@@ -218,6 +218,8 @@ _USAGE_UPDATE = Prepared(
 # is written. Usage rows changed meanwhile by the writer the locks waited
 # for are re-read by the UPDATE (PostgreSQL re-checks its WHERE, capacity
 # included, on the latest committed row), as a later statement would see them.
+# An inventory created meanwhile is not seen: ``claims.write`` applies what
+# is missing again, in a statement of its own.
 _LOCK_AND_APPLY = Prepared(
     text(
         f"""

@@ -334,6 +334,11 @@ async def write(
     else:
         applied = await claim_sql.apply(session, changes, new_rows)
     required = {row.slot for row in wanted} | {slot for slot, c in changes.items() if c > 0}
+    if locking and not required <= applied.keys():
+        # The statement's snapshot predates its lock waits: an inventory
+        # created meanwhile is seen only by a statement sent now.
+        missing = {slot: change for slot, change in changes.items() if slot not in applied}
+        applied |= await claim_sql.apply(session, missing, [])
     if not required <= applied.keys():
         await _refuse(session, plan, wanted, changes, applied)
     _check_units(wanted, applied, _Namer(plan))

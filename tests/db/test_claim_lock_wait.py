@@ -35,9 +35,34 @@ async def _until_a_session_waits_for_a_lock(watcher: AsyncConnection) -> None:
             await asyncio.sleep(0.01)
 
 
-@pytest.mark.parametrize(("new_total", "fits"), [(1, False), (3, True)])
+_PROVIDER = "(SELECT id FROM resource_providers WHERE uuid = :uuid)"
+_LOWER_VCPU = f"UPDATE inventories SET total = :total WHERE resource_provider_id = {_PROVIDER}"
+_ADD_MEMORY = (
+    "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, "
+    "min_unit, max_unit, step_size, allocation_ratio, used) "
+    f"SELECT {_PROVIDER}, id, :total, 0, 1, :total, 1, 1.0, 0 FROM resource_classes "
+    "WHERE name = 'MEMORY_MB'"
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "total", "wanted", "fits"),
+    [
+        (_LOWER_VCPU, 1, {"VCPU": 2}, False),
+        (_LOWER_VCPU, 3, {"VCPU": 2}, True),
+        # Not in the snapshot of the statement that waited: seen all the same.
+        (_ADD_MEMORY, 512, {"VCPU": 2, "MEMORY_MB": 256}, True),
+        (_ADD_MEMORY, 128, {"VCPU": 2, "MEMORY_MB": 256}, False),
+    ],
+)
 async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
-    api: PlacementClient, settings: Settings, backend: str, new_total: int, fits: bool
+    api: PlacementClient,
+    settings: Settings,
+    backend: str,
+    change: str,
+    total: int,
+    wanted: dict[str, int],
+    fits: bool,
 ) -> None:
     if backend != "postgresql":
         pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
@@ -51,23 +76,18 @@ async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
                 text("SELECT id FROM resource_providers WHERE uuid = :uuid FOR UPDATE"),
                 {"uuid": rp},
             )
-            claim = asyncio.create_task(put_allocations(api, new_uuid(), {rp: {"VCPU": 2}}))
+            claim = asyncio.create_task(put_allocations(api, new_uuid(), {rp: wanted}))
             await _until_a_session_waits_for_a_lock(watcher)
-            await holder.execute(
-                text(
-                    "UPDATE inventories SET total = :total WHERE resource_provider_id = "
-                    "(SELECT id FROM resource_providers WHERE uuid = :uuid)"
-                ),
-                {"total": new_total, "uuid": rp},
-            )
+            await holder.execute(text(change), {"total": total, "uuid": rp})
             await transaction.commit()
             response = await claim
     finally:
         await engine.dispose()
+    found = await usages(api, rp)
     if fits:
         assert response.status_code == 204, response.text
-        assert await usages(api, rp) == {"VCPU": 2}
+        assert found == wanted
     else:
         assert response.status_code == 409, response.text
         assert error(response)["conflict"] == "capacity"
-        assert await usages(api, rp) == {"VCPU": 0}
+        assert set(found.values()) == {0}

@@ -31,8 +31,10 @@ PHASES: dict[str, tuple[Any, str]] = {
     "begin: pool checkout, ping, BEGIN": (AsyncSession, "connection"),
     "names: classes and providers": (claims, "_resolve_names"),
     "consumer: owners, insert": (consumers, "lock"),
-    "lock and bump providers": (claims, "lock_providers"),
-    "usage, allocation rows (write)": (claims, "write"),
+    # A claim (PUT, POST) locks and bumps its providers inside the write;
+    # DELETE and the reshaper lock them before it.
+    "lock providers (DELETE, reshaper)": (claims, "lock_providers"),
+    "write: lock, bump, rows, usage, settle": (claims, "write"),
     "change feed: queue the entry": (changes, "allocations_changed"),
     "change feed: append at commit": (changes, "_append_on_postgresql"),
     "commit (less the feed's append)": (AsyncSession, "commit"),
@@ -41,7 +43,7 @@ PHASES: dict[str, tuple[Any, str]] = {
 
 
 def _wrapped(
-    function: Callable[..., Any], name: str, spent: dict[str, float]
+    function: Callable[..., Any], name: str, spent: dict[str, float], clock: Callable[[], float]
 ) -> Callable[..., Any]:
     depth = [0]  # a phase inside itself (a nested call) counts once
 
@@ -50,43 +52,48 @@ def _wrapped(
         @functools.wraps(function)
         async def timed_async(*args: Any, **kwargs: Any) -> Any:
             depth[0] += 1
-            began = time.process_time()
+            began = clock()
             try:
                 return await function(*args, **kwargs)
             finally:
                 depth[0] -= 1
                 if not depth[0]:
-                    spent[name] = spent.get(name, 0.0) + time.process_time() - began
+                    spent[name] = spent.get(name, 0.0) + clock() - began
 
         return timed_async
 
     @functools.wraps(function)
     def timed(*args: Any, **kwargs: Any) -> Any:
         depth[0] += 1
-        began = time.process_time()
+        began = clock()
         try:
             return function(*args, **kwargs)
         finally:
             depth[0] -= 1
             if not depth[0]:
-                spent[name] = spent.get(name, 0.0) + time.process_time() - began
+                spent[name] = spent.get(name, 0.0) + clock() - began
 
     return timed
 
 
 @contextmanager
-def timed_phases(spent: dict[str, float]) -> Iterator[None]:
+def timed_phases(
+    spent: dict[str, float], clock: Callable[[], float] = time.process_time
+) -> Iterator[None]:
+    """Add up ``clock``'s time inside each phase (this process's CPU, or
+    wall time with ``time.perf_counter``: then round trips and PostgreSQL's
+    work are in it)."""
     with ExitStack() as undo:
         for name, (owner, attribute) in PHASES.items():
             original = getattr(owner, attribute)
-            setattr(owner, attribute, _wrapped(original, name, spent))
+            setattr(owner, attribute, _wrapped(original, name, spent, clock))
             undo.callback(setattr, owner, attribute, original)
         yield
 
 
 def report(spent: dict[str, float], total: float, claims_count: int) -> str:
-    """Milliseconds per claim by phase; the commit's and the write's shares
-    exclude what the phases nested in them took."""
+    """Milliseconds per claim (or request) by phase; the commit's share
+    excludes the feed's append nested in it."""
     per = {name: 1000 * seconds / claims_count for name, seconds in spent.items()}
     per["commit (less the feed's append)"] = per.get(
         "commit (less the feed's append)", 0.0

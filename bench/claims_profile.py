@@ -2,6 +2,7 @@
 
     python bench/claims_profile.py                      # CPU per claim, by phase, cProfile
     python bench/claims_profile.py --claims 3000 --top 60 --save var/bench/put.prof
+    python bench/claims_profile.py --per-post 50 --claims 200   # POST /allocations x50
 
 A scratch PostgreSQL database with ``--providers`` hosts; the app is called
 as the server calls it (raw ASGI, no HTTP client in the way), one claim at a
@@ -9,7 +10,9 @@ time (new consumer, VCPU:1 MEMORY_MB:256 DISK_GB:1 on a random host). First
 the CPU per claim of this process without the profiler (app, SQLAlchemy and
 asyncpg; PostgreSQL's own work is not in it), then by phase of the request
 (``claims_phases.py``), then the same under cProfile, printed by cumulative
-time.
+time. With ``--per-post N`` each request is a ``POST /allocations`` of N
+new consumers (on random hosts): CPU is given per consumer, and the phases
+also in wall time per request, round trips and PostgreSQL's work included.
 """
 
 from __future__ import annotations
@@ -117,13 +120,29 @@ def claim_body(provider: str) -> bytes:
     ).encode()
 
 
-async def claims(app: Any, providers: list[str], count: int) -> float:
-    """``count`` claims one after the other; this process's CPU seconds for them."""
+def post_body(providers: list[str], rng: random.Random, consumers: int) -> bytes:
+    return json.dumps(
+        {str(uuid.uuid4()): json.loads(claim_body(rng.choice(providers))) for _ in range(consumers)}
+    ).encode()
+
+
+async def claims(app: Any, providers: list[str], count: int, per_post: int = 0) -> float:
+    """``count`` claims one after the other (``per_post``: that many per
+    POST); this process's CPU seconds for them."""
     rng = random.Random(7)
-    bodies = [claim_body(rng.choice(providers)) for _ in range(count)]
+    if per_post:
+        requests = [
+            ("POST", "/allocations", post_body(providers, rng, per_post))
+            for _ in range(count // per_post)
+        ]
+    else:
+        requests = [
+            ("PUT", f"/allocations/{uuid.uuid4()}", claim_body(rng.choice(providers)))
+            for _ in range(count)
+        ]
     started = time.process_time()
-    for body in bodies:
-        status = await call(app, "PUT", f"/allocations/{uuid.uuid4()}", body)
+    for method, path, body in requests:
+        status = await call(app, method, path, body)
         assert status == 204, status
     return time.process_time() - started
 
@@ -132,21 +151,29 @@ async def profile(options: argparse.Namespace, url: str) -> None:
     app = create_app(Settings(database_url=url, auth_strategy="noauth2"))
     async with app.router.lifespan_context(app):
         providers = await seed(app, options.providers)
-        await claims(app, providers, options.claims // 4)  # warm: pools, caches, statements
-        cpu = await claims(app, providers, options.claims)
-        print(f"in process: {1000 * cpu / options.claims:.3f} ms CPU per claim (no profiler)")
+        count, per_post = options.claims, options.per_post
+        await claims(app, providers, count // 4, per_post)  # warm: pools, caches, statements
+        cpu = await claims(app, providers, count, per_post)
+        print(f"in process: {1000 * cpu / count:.3f} ms CPU per claim (no profiler)")
         spent: dict[str, float] = {}
         with timed_phases(spent):
-            cpu = await claims(app, providers, options.claims)
-        print(f"by phase, ms CPU per claim:\n{phases_report(spent, cpu, options.claims)}")
+            cpu = await claims(app, providers, count, per_post)
+        print(f"by phase, ms CPU per claim:\n{phases_report(spent, cpu, count)}")
+        if per_post:
+            walls: dict[str, float] = {}
+            started = time.perf_counter()
+            with timed_phases(walls, time.perf_counter):
+                await claims(app, providers, count, per_post)
+            wall = time.perf_counter() - started
+            print(f"by phase, wall ms per POST:\n{phases_report(walls, wall, count // per_post)}")
         profiler = cProfile.Profile(time.process_time)
         profiler.enable()
-        await claims(app, providers, options.claims)
+        await claims(app, providers, count, per_post)
         profiler.disable()
     if options.save:
         profiler.dump_stats(options.save)
     stats = pstats.Stats(profiler)
-    print(f"cProfile, {options.claims} claims (times include the profiler's overhead):")
+    print(f"cProfile, {count} claims (times include the profiler's overhead):")
     stats.sort_stats("cumulative").print_stats(options.top)
 
 
@@ -157,6 +184,9 @@ def main() -> None:
     parser.add_argument("--providers", type=int, default=100)
     parser.add_argument("--claims", type=int, default=2000)
     parser.add_argument("--top", type=int, default=50, help="functions printed")
+    parser.add_argument(
+        "--per-post", type=int, default=0, help="consumers per POST /allocations (0: PUT)"
+    )
     parser.add_argument("--save", type=Path, help="write the raw profile here (pstats)")
     servers.add_pg_url_option(parser)
     options = parser.parse_args()

@@ -1,55 +1,134 @@
-"""Statements of the hot reads: built once, compiled once per dialect, run
+"""Statements of the hot paths: built once, compiled once per dialect, run
 without the ORM.
 
 The reads every client repeats on every pass (a provider's inventories, a
-consumer's allocations, a provider tree) are one statement each. Through
-``session.execute`` each costs more Python than PostgreSQL spends on it: the
-ORM's execution context, a cache key built from the statement's structure,
-``Row`` objects. A ``Prepared`` statement keeps its SQL per dialect and,
-on PostgreSQL, sends it straight to asyncpg (which keeps it prepared on each
-connection), inside the session's transaction when it has one.
+consumer's allocations, a provider tree) and the statements of an
+allocation write are one statement each. Through ``session.execute`` each
+costs more Python than PostgreSQL spends on it: the ORM's execution
+context, a cache key built from the statement's structure, ``Row`` objects.
+A ``Prepared`` statement keeps its SQL per dialect and, on PostgreSQL,
+sends it straight to asyncpg (which keeps it prepared on each connection),
+inside the session's transaction when it has one. Other databases run it
+through SQLAlchemy, with the same semantics.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
-from sqlalchemy import Select
+from sqlalchemy import ClauseElement, ColumnElement, Executable, any_, bindparam
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.compiler import SQLCompiler
+
+Column = ColumnElement[Any] | InstrumentedAttribute[Any]
+# How a statement says "column is one of the list bound as ``name``".
+Membership = Callable[[Column, str], ColumnElement[bool]]
+
+
+def in_expanding(column: Column, name: str) -> ColumnElement[bool]:
+    """``column IN (...)``: SQLAlchemy expands the list on every run."""
+    return column.in_(bindparam(name, expanding=True))
+
+
+def equals_any(column: Column, name: str) -> ColumnElement[bool]:
+    """``column = ANY($n)`` with the list as one array: the SQL is the same
+    for every length, so the driver keeps it prepared (PostgreSQL only)."""
+    return column == any_(bindparam(name, type_=ARRAY(column.type)))
 
 
 class Prepared:
-    """A SELECT with named ``bindparam``s, given values by name when run.
+    """A statement with named ``bindparam``s, given values by name when run.
 
-    The compiled SQL is kept per dialect name by the object itself: it is
-    built at import with its statement and lives as long as the process.
+    ``postgresql`` replaces ``statement`` there (the same statement with
+    arrays for lists, see ``per_dialect``). The compiled SQL is kept by the
+    object itself: it is built at import with its statement and lives as
+    long as the process.
     """
 
-    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
+    def __init__(self, statement: Executable, *, postgresql: Executable | None = None) -> None:
         self.statement = statement
-        self._compiled: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._postgresql = statement if postgresql is None else postgresql
+        # dialect name -> (SQL, parameter names in order, values the statement carries)
+        self._compiled: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {}
+
+    @classmethod
+    def per_dialect(cls, build: Callable[[Membership], Executable]) -> Prepared:
+        """The statement ``build`` makes, with list memberships expanded
+        (SQLite) or as arrays (PostgreSQL)."""
+        return cls(build(in_expanding), postgresql=build(equals_any))
 
     async def rows(self, session: AsyncSession, **values: Any) -> Sequence[Sequence[Any]]:
-        """The result rows, as tuples in the statement's column order."""
-        connection = await session.connection()
-        dialect = connection.dialect
-        if dialect.name != "postgresql":
-            rows: Sequence[Sequence[Any]] = (await connection.execute(self.statement, values)).all()
+        """The result rows, as tuples in the statement's column order
+        (none for a statement that returns none)."""
+        driver = await _driver(session)
+        if driver is None:
+            connection = await session.connection()
+            result = await connection.execute(self.statement, values)
+            rows: Sequence[Sequence[Any]] = result.all() if result.returns_rows else []
             return rows
-        compiled = self._compiled.get(dialect.name)
-        if compiled is None:
-            sql = self.statement.compile(dialect=dialect)
-            compiled = self._compiled[dialect.name] = (sql.string, tuple(sql.positiontup or ()))
-        text, names = compiled
-        raw = await connection.get_raw_connection()
-        await begin_transaction(raw.dbapi_connection)
-        driver = raw.driver_connection
-        assert driver is not None
+        text, names, carried = self._sql(session)
+        given = carried | values
         records: Sequence[Sequence[Any]] = await driver.fetch(
-            text, *(values[name] for name in names)
+            text, *(given[name] for name in names)
         )
         return records
+
+    async def run_many(self, session: AsyncSession, values: Sequence[Mapping[str, Any]]) -> None:
+        """Run the statement once per set of values, in one round trip on
+        PostgreSQL (the driver pipelines them); nothing is returned."""
+        if not values:
+            return
+        driver = await _driver(session)
+        if driver is None:
+            connection = await session.connection()
+            await connection.execute(self.statement, list(values))
+            return
+        text, names, carried = self._sql(session)
+        await driver.executemany(
+            text, [tuple({**carried, **each}[name] for name in names) for each in values]
+        )
+
+    def _sql(self, session: AsyncSession) -> tuple[str, tuple[str, ...], dict[str, Any]]:
+        dialect = session.get_bind().dialect
+        compiled = self._compiled.get(dialect.name)
+        if compiled is None:
+            # Every statement given is a ClauseElement, and compiles to SQL.
+            element = cast(ClauseElement, self._postgresql)
+            sql = cast(SQLCompiler, element.compile(dialect=dialect))
+            names = tuple(sql.positiontup or ())
+            # Literals (``generation + 1``) are parameters too, with their value.
+            carried = {
+                name: sql.binds[name].value for name in names if sql.binds[name].value is not None
+            }
+            compiled = (sql.string, names, carried)
+            self._compiled[dialect.name] = compiled
+        return compiled
+
+
+# session.info key: (the session's transaction, its asyncpg connection).
+_DRIVER = "placement.prepared.driver"
+
+
+async def _driver(session: AsyncSession) -> Any:
+    """The asyncpg connection of the session's transaction (opened if it is
+    not yet); None on other databases. Kept for the transaction, as asking
+    the session for its connection costs more than a statement sent."""
+    transaction = session.sync_session.get_transaction()
+    cached = session.info.get(_DRIVER)
+    if cached is not None and transaction is not None and cached[0] is transaction:
+        return cached[1]
+    if session.get_bind().dialect.name != "postgresql":
+        return None
+    connection = await session.connection()
+    raw = await connection.get_raw_connection()
+    await begin_transaction(raw.dbapi_connection)
+    driver = raw.driver_connection
+    assert driver is not None
+    session.info[_DRIVER] = (session.sync_session.get_transaction(), driver)
+    return driver
 
 
 async def begin_transaction(adapted: Any) -> None:

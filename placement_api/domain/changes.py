@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import event, insert, select, update
+from sqlalchemy import event, insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlalchemy.util import await_
@@ -39,8 +39,6 @@ from placement_api.db.models import (
     CHANGE_COMMIT_SEQUENCE,
     Change,
     ChangeFeedHead,
-    ResourceClass,
-    ResourceProvider,
 )
 
 if TYPE_CHECKING:
@@ -141,7 +139,7 @@ def resource_class_changed(
     _queue(session, RESOURCE_CLASS, action, name, name=new_name or name)
 
 
-async def allocations_changed(
+def allocations_changed(
     session: AsyncSession,
     plan: ClaimPlan,
     usage_after: Mapping[Slot, int],
@@ -149,7 +147,7 @@ async def allocations_changed(
 ) -> None:
     """One change per consumer of an allocation write: its allocations after,
     and the usage and generation after of every provider it touched."""
-    providers, classes = await _names(session, plan)
+    providers, classes = plan.provider_uuids, plan.class_names
     wanted = plan.wanted()
     slots_of: dict[int, set[Slot]] = defaultdict(set)
     for row in (*plan.held, *wanted):
@@ -184,29 +182,6 @@ async def allocations_changed(
             resource_providers={providers[pid]: generations[pid] for pid, _ in sorted(slots)},
             resource_classes=sorted({classes[cid] for _, cid in slots}),
         )
-
-
-async def _names(session: AsyncSession, plan: ClaimPlan) -> tuple[dict[int, str], dict[int, str]]:
-    """Provider uuids and class names by id; those only held before are looked up."""
-    providers = {pid: uuid for uuid, pid in plan.provider_ids.items()}
-    classes = {cid: name for name, cid in plan.class_ids.items()}
-    unknown_providers = {row.provider_id for row in plan.held} - providers.keys()
-    unknown_classes = {row.class_id for row in plan.held} - classes.keys()
-    if unknown_providers:
-        rows = await session.execute(
-            select(ResourceProvider.id, ResourceProvider.uuid).where(
-                ResourceProvider.id.in_(sorted(unknown_providers))
-            )
-        )
-        providers.update({pid: uuid for pid, uuid in rows})
-    if unknown_classes:
-        rows = await session.execute(
-            select(ResourceClass.id, ResourceClass.name).where(
-                ResourceClass.id.in_(sorted(unknown_classes))
-            )
-        )
-        classes.update({cid: name for cid, name in rows})
-    return providers, classes
 
 
 # --- appending, in the writer's transaction -----------------------------------------

@@ -2,9 +2,12 @@
 
 A claim is on the hottest path of the service; building and compiling its
 statements cost the API more CPU than running them (profiled: about 40% of
-a ``PUT /allocations``). So each is built here once, with expanding or plain
-bind parameters, on the tables rather than the ORM entities (no ORM
-compilation), and SQLAlchemy compiles each once per dialect.
+a ``PUT /allocations``), and so did running them through SQLAlchemy. So
+each is built here once, on the tables rather than the ORM entities, as a
+``Prepared`` statement (``db/prepared.py``): compiled once per dialect and,
+on PostgreSQL, sent straight to asyncpg with lists bound as arrays
+(``= ANY($1)``), so the driver keeps one prepared statement for every
+length. SQLite runs the same statements through SQLAlchemy.
 
 The usage update checks capacity and applies the change in one statement:
 the capacity predicate is evaluated on the row as it is once locked, so no
@@ -16,13 +19,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from datetime import datetime
+from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
+    DateTime,
     Integer,
+    Select,
+    String,
     Table,
     bindparam,
+    column,
     delete,
     insert,
     literal_column,
@@ -35,8 +43,15 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.models import Allocation, Inventory, ResourceClass, ResourceProvider
+from placement_api.db.prepared import Membership, Prepared, equals_any
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits
-from placement_api.domain.consumers import OWNER_LOOKUPS
+from placement_api.domain.consumers import (
+    INCOMPLETE_PROJECT_ID,
+    INCOMPLETE_USER_ID,
+    ConsumerClaim,
+    owner_lookups,
+)
+from placement_api.domain.generations import now
 
 # (provider id, resource class id)
 Slot = tuple[int, int]
@@ -48,45 +63,113 @@ _ROW_ARRAYS = ("row_consumers", "row_providers", "row_classes", "row_used")
 _allocations = cast(Table, Allocation.__table__)
 _providers = cast(Table, ResourceProvider.__table__)
 _classes = cast(Table, ResourceClass.__table__)
+_inventories = cast(Table, Inventory.__table__)
 
-# (kind, name, id): the classes and providers a write names, and the
-# consumers' owners (``consumers.OWNER_LOOKUPS``), in one round trip.
-NAMES = union_all(
-    select(literal_column("'class'").label("kind"), _classes.c.name, _classes.c.id).where(
-        _classes.c.name.in_(bindparam("names", expanding=True))
-    ),
-    select(literal_column("'provider'"), _providers.c.uuid, _providers.c.id).where(
-        _providers.c.uuid.in_(bindparam("uuids", expanding=True))
-    ),
-    *OWNER_LOOKUPS,
+
+def _names(member: Membership) -> list[Select[tuple[str, str, int]]]:
+    """(kind, name, id): the classes and providers a write names, and the
+    consumers' owners (``consumers.owner_lookups``)."""
+    return [
+        select(literal_column("'class'").label("kind"), _classes.c.name, _classes.c.id).where(
+            member(_classes.c.name, "names")
+        ),
+        select(literal_column("'provider'"), _providers.c.uuid, _providers.c.id).where(
+            member(_providers.c.uuid, "uuids")
+        ),
+        *owner_lookups(member),
+    ]
+
+
+# All of them in one round trip.
+NAMES = Prepared.per_dialect(lambda member: union_all(*_names(member)))
+# PostgreSQL, a claim of one new consumer: in the same round trip, the
+# consumer is inserted settled (generation 1), when its owners exist and
+# no consumer has its uuid; then a row ('consumer', uuid, id) says so.
+_CREATED = (
+    text(
+        """
+        INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, updated_at)
+        SELECT :new_uuid, projects.id, users.id, consumer_types.id, 1, :updated_at
+        FROM projects JOIN users ON users.external_id = :new_user
+        LEFT JOIN consumer_types ON consumer_types.name = :new_type
+        WHERE projects.external_id = :new_project
+          AND (:new_type IS NULL OR consumer_types.id IS NOT NULL)
+        ON CONFLICT (uuid) DO NOTHING
+        RETURNING uuid, id
+        """
+    )
+    .bindparams(
+        *(bindparam(name, type_=String) for name in ("new_uuid", "new_user", "new_project")),
+        bindparam("new_type", type_=String),
+        bindparam("updated_at", type_=DateTime(timezone=True)),
+    )
+    .columns(column("uuid", String), column("id", Integer))
+    .cte("created")
+)
+NAMES_CREATING = Prepared(
+    union_all(
+        *_names(equals_any),
+        select(literal_column("'consumer'"), _CREATED.c.uuid, _CREATED.c.id),
+    )
 )
 
-HELD = select(
-    _allocations.c.consumer_id,
-    _allocations.c.resource_provider_id,
-    _allocations.c.resource_class_id,
-    _allocations.c.used,
-).where(_allocations.c.consumer_id.in_(bindparam("consumer_ids", expanding=True)))
 
-DELETE_HELD = delete(_allocations).where(
-    _allocations.c.consumer_id.in_(bindparam("consumer_ids", expanding=True))
+def new_consumer_values(claim: ConsumerClaim) -> dict[str, Any]:
+    """``NAMES_CREATING``'s values for the claim's new consumer."""
+    return {
+        "new_uuid": claim.uuid,
+        "new_project": claim.project_id or INCOMPLETE_PROJECT_ID,
+        "new_user": claim.user_id or INCOMPLETE_USER_ID,
+        "new_type": claim.consumer_type,
+        "updated_at": now(),
+    }
+
+
+# What the consumers hold, with the provider uuids and class names the
+# change feed reports them by.
+HELD = Prepared.per_dialect(
+    lambda member: (
+        select(
+            _allocations.c.consumer_id,
+            _allocations.c.resource_provider_id,
+            _allocations.c.resource_class_id,
+            _allocations.c.used,
+            _providers.c.uuid,
+            _classes.c.name,
+        )
+        .join(_providers, _providers.c.id == _allocations.c.resource_provider_id)
+        .join(_classes, _classes.c.id == _allocations.c.resource_class_id)
+        .where(member(_allocations.c.consumer_id, "consumer_ids"))
+    )
+)
+
+DELETE_HELD = Prepared.per_dialect(
+    lambda member: delete(_allocations).where(member(_allocations.c.consumer_id, "consumer_ids"))
 )
 INSERT_ALLOCATIONS = insert(_allocations)
 
-_LOCK_IN_ORDER = (
-    select(_providers.c.id)
-    .where(_providers.c.id.in_(bindparam("provider_ids", expanding=True)))
-    .order_by(_providers.c.id)
-    .with_for_update()
+
+def _lock_in_order(member: Membership) -> Select[tuple[int]]:
+    return (
+        select(_providers.c.id)
+        .where(member(_providers.c.id, "provider_ids"))
+        .order_by(_providers.c.id)
+        .with_for_update()
+    )
+
+
+LOCK_PROVIDERS = Prepared.per_dialect(
+    lambda member: _lock_in_order(member).add_columns(_providers.c.generation)
 )
-LOCK_PROVIDERS = _LOCK_IN_ORDER.add_columns(_providers.c.generation)
 # The subquery takes the row locks in id order; the update then only
 # touches rows this transaction holds.
-LOCK_AND_BUMP_PROVIDERS = (
-    update(_providers)
-    .where(_providers.c.id.in_(_LOCK_IN_ORDER.scalar_subquery()))
-    .values(generation=_providers.c.generation + 1, updated_at=bindparam("bumped_at"))
-    .returning(_providers.c.id, _providers.c.generation)
+LOCK_AND_BUMP_PROVIDERS = Prepared.per_dialect(
+    lambda member: (
+        update(_providers)
+        .where(_providers.c.id.in_(_lock_in_order(member).scalar_subquery()))
+        .values(generation=_providers.c.generation + 1, updated_at=bindparam("bumped_at"))
+        .returning(_providers.c.id, _providers.c.generation)
+    )
 )
 
 _RETURNED = (
@@ -97,33 +180,14 @@ _FITS = (
     "(d.change <= 0 OR inventories.used + d.change "
     "<= (inventories.total - inventories.reserved) * inventories.allocation_ratio)"
 )
-_USAGE_UPDATE = {
-    # The new allocation rows go in with the usage, in the same round trip.
-    "postgresql": text(
-        f"""
-        WITH inserted AS (
-            INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
-            SELECT * FROM unnest(CAST(:row_consumers AS integer[]),
-                                 CAST(:row_providers AS integer[]),
-                                 CAST(:row_classes AS integer[]), CAST(:row_used AS bigint[]))
-        )
-        UPDATE inventories SET used = inventories.used + d.change
-        FROM unnest(CAST(:providers AS integer[]), CAST(:classes AS integer[]),
-                    CAST(:changes AS bigint[])) AS d(rp, rc, change)
-        WHERE inventories.resource_provider_id = d.rp AND inventories.resource_class_id = d.rc
-          AND {_FITS}
-        RETURNING {_RETURNED}
-        """
-    ).bindparams(
-        bindparam("providers", type_=ARRAY(Integer)),
-        bindparam("classes", type_=ARRAY(Integer)),
-        bindparam("changes", type_=ARRAY(BigInteger)),
-        bindparam("row_consumers", type_=ARRAY(Integer)),
-        bindparam("row_providers", type_=ARRAY(Integer)),
-        bindparam("row_classes", type_=ARRAY(Integer)),
-        bindparam("row_used", type_=ARRAY(BigInteger)),
-    ),
-    "sqlite": text(
+_ARRAY_PARAMETERS = [
+    bindparam(name, type_=ARRAY(BigInteger if name in ("changes", "row_used") else Integer))
+    for name in ("providers", "classes", "changes", *_ROW_ARRAYS)
+]
+# The new allocation rows go in with the usage, in the same round trip
+# (SQLite: a second statement).
+_USAGE_UPDATE = Prepared(
+    text(
         f"""
         UPDATE inventories SET used = inventories.used + d.change
         FROM (SELECT json_extract(value, '$[0]') AS rp, json_extract(value, '$[1]') AS rc,
@@ -133,10 +197,72 @@ _USAGE_UPDATE = {
         RETURNING {_RETURNED}
         """
     ),
-}
-_INVENTORY_SLOTS = select(
-    Inventory.resource_provider_id, Inventory.resource_class_id, Inventory.used, *LIMIT_COLUMNS
-).where(Inventory.resource_provider_id.in_(bindparam("provider_ids", expanding=True)))
+    postgresql=text(
+        f"""
+        WITH inserted AS (
+            INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+            SELECT * FROM unnest(:row_consumers, :row_providers, :row_classes, :row_used)
+        )
+        UPDATE inventories SET used = inventories.used + d.change
+        FROM unnest(:providers, :classes, :changes) AS d(rp, rc, change)
+        WHERE inventories.resource_provider_id = d.rp AND inventories.resource_class_id = d.rc
+          AND {_FITS}
+        RETURNING {_RETURNED}
+        """
+    ).bindparams(*_ARRAY_PARAMETERS),
+)
+# PostgreSQL: a claim's provider locks, generation bumps, allocation rows
+# and usage in one round trip. The rows and usage are written only when
+# every provider was locked (one deleted meanwhile is not), and only once
+# all the locks are held: that condition is evaluated before the first row
+# is written. Usage rows changed meanwhile by the writer the locks waited
+# for are re-read by the UPDATE (PostgreSQL re-checks its WHERE, capacity
+# included, on the latest committed row), as a later statement would see them.
+# An inventory created meanwhile is not seen: ``claims.write`` applies what
+# is missing again, in a statement of its own.
+_LOCK_AND_APPLY = Prepared(
+    text(
+        f"""
+        WITH locked AS (
+            UPDATE resource_providers
+            SET generation = resource_providers.generation + 1, updated_at = :bumped_at
+            WHERE resource_providers.id IN (
+                SELECT id FROM resource_providers WHERE id = ANY(:provider_ids)
+                ORDER BY id FOR UPDATE
+            )
+            RETURNING resource_providers.id, resource_providers.generation
+        ),
+        ready AS (
+            SELECT count(*) = cardinality(:provider_ids) AS all_locked FROM locked
+        ),
+        inserted AS (
+            INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+            SELECT * FROM unnest(:row_consumers, :row_providers, :row_classes, :row_used)
+            WHERE (SELECT all_locked FROM ready)
+        ),
+        applied AS (
+            UPDATE inventories SET used = inventories.used + d.change
+            FROM unnest(:providers, :classes, :changes) AS d(rp, rc, change)
+            WHERE inventories.resource_provider_id = d.rp
+              AND inventories.resource_class_id = d.rc
+              AND {_FITS} AND (SELECT all_locked FROM ready)
+            RETURNING {_RETURNED}
+        )
+        SELECT {_RETURNED} FROM applied
+        UNION ALL
+        SELECT NULL, id, generation, NULL, NULL, NULL, NULL, NULL, NULL FROM locked
+        """
+    ).bindparams(
+        bindparam("provider_ids", type_=ARRAY(Integer)),
+        bindparam("bumped_at", type_=DateTime(timezone=True)),
+        *_ARRAY_PARAMETERS,
+    )
+)
+_INVENTORY_SLOTS = Prepared.per_dialect(
+    lambda member: select(
+        Inventory.resource_provider_id, Inventory.resource_class_id, Inventory.used, *LIMIT_COLUMNS
+    ).where(member(_inventories.c.resource_provider_id, "provider_ids"))
+)
 
 
 @dataclass(frozen=True)
@@ -145,13 +271,9 @@ class InventorySlot:
     used: int
 
 
-def _slots(rows: object) -> dict[Slot, InventorySlot]:
-    return {
-        (row.resource_provider_id, row.resource_class_id): InventorySlot(
-            InventoryLimits.from_row(row), row.used
-        )
-        for row in rows  # type: ignore[attr-defined]
-    }
+def _slots(rows: Sequence[Sequence[Any]]) -> dict[Slot, InventorySlot]:
+    """Rows of (provider id, class id, used, *LIMIT_COLUMNS) by slot."""
+    return {(row[0], row[1]): InventorySlot(InventoryLimits(*row[3:9]), row[2]) for row in rows}
 
 
 async def apply(
@@ -164,17 +286,10 @@ async def apply(
     the write (rolling the rows back)."""
     if not changes:
         return {}
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        params: dict[str, object] = {
-            "providers": [slot[0] for slot in changes],
-            "classes": [slot[1] for slot in changes],
-            "changes": list(changes.values()),
-            **{name: [row[index] for row in rows] for index, name in enumerate(_ROW_ARRAYS)},
-        }
-        return _slots(await session.execute(_USAGE_UPDATE[dialect], params))
+    if session.get_bind().dialect.name == "postgresql":
+        return _slots(await _USAGE_UPDATE.rows(session, **_arrays(changes, rows)))
     params = {"slots": json.dumps([[*slot, change] for slot, change in changes.items()])}
-    applied = _slots(await session.execute(_USAGE_UPDATE[dialect], params))
+    applied = _slots(await _USAGE_UPDATE.rows(session, **params))
     if rows:
         await session.execute(
             INSERT_ALLOCATIONS, [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows]
@@ -182,9 +297,51 @@ async def apply(
     return applied
 
 
+async def lock_and_apply(
+    session: AsyncSession,
+    provider_ids: Sequence[int],
+    bumped_at: datetime,
+    changes: Mapping[Slot, int],
+    rows: Sequence[AllocationRow],
+) -> tuple[dict[int, int], dict[Slot, InventorySlot]]:
+    """Lock the providers in id order and bump their generations, then
+    ``apply``; the generations after, by provider id, and the slots changed.
+    A provider missing from the generations no longer exists: then nothing
+    was applied."""
+    if session.get_bind().dialect.name != "postgresql":
+        generations = await _lock_and_bump(session, provider_ids, bumped_at)
+        if len(generations) < len(provider_ids):
+            return generations, {}
+        return generations, await apply(session, changes, rows)
+    found = await _LOCK_AND_APPLY.rows(
+        session, provider_ids=list(provider_ids), bumped_at=bumped_at, **_arrays(changes, rows)
+    )
+    slots = [row for row in found if row[0] is not None]
+    generations = {row[1]: row[2] for row in found if row[0] is None}
+    return generations, _slots(slots)
+
+
+async def _lock_and_bump(
+    session: AsyncSession, provider_ids: Sequence[int], bumped_at: datetime
+) -> dict[int, int]:
+    rows = await LOCK_AND_BUMP_PROVIDERS.rows(
+        session, provider_ids=list(provider_ids), bumped_at=bumped_at
+    )
+    return {provider_id: generation for provider_id, generation in rows}
+
+
+def _arrays(changes: Mapping[Slot, int], rows: Sequence[AllocationRow]) -> dict[str, list[int]]:
+    """The PostgreSQL usage update's parameters: one array per column."""
+    return {
+        "providers": [slot[0] for slot in changes],
+        "classes": [slot[1] for slot in changes],
+        "changes": list(changes.values()),
+        **{name: [row[index] for row in rows] for index, name in enumerate(_ROW_ARRAYS)},
+    }
+
+
 async def inventory_slots(
     session: AsyncSession, provider_ids: set[int]
 ) -> dict[Slot, InventorySlot]:
     """Every inventory of the providers, as this transaction sees it."""
-    rows = await session.execute(_INVENTORY_SLOTS, {"provider_ids": sorted(provider_ids)})
-    return _slots(rows)
+    return _slots(await _INVENTORY_SLOTS.rows(session, provider_ids=sorted(provider_ids)))

@@ -7,20 +7,25 @@ One transaction, in this order:
    (400 for unknown names);
 2. lock or create the consumers and check their generations
    (``domain/consumers.py``);
-3. lock every provider the write touches — named now or held before — in
+3. remove the consumers' old allocation rows (theirs alone: the consumer
+   locks guard them);
+4. lock every provider the write touches — named now or held before — in
    ascending id order (``SELECT ... ORDER BY id FOR UPDATE``), and bump their
    generations. Concurrent writers to a provider queue on its row lock
-   rather than fail, so there is no race for the client to retry;
-4. with the locks held, remove the consumers' old allocation rows, then in
-   one statement (``claim_sql.py``; two on SQLite) insert the new ones and
-   apply the net change of every (provider, class) to ``inventories.used``,
-   where the capacity rule of ``domain/capacity.py`` holds for each growing
-   usage; check each requested amount against min_unit/max_unit/step_size.
-   Usage that shrinks or stays is always accepted, so a provider left over
-   capacity by an operator still takes moves and releases. A refusal reads
-   the inventories to say which rule failed, and the transaction is rolled
-   back;
+   rather than fail, so there is no race for the client to retry. With the
+   locks held, insert the new allocation rows and apply the net change of
+   every (provider, class) to ``inventories.used``, where the capacity rule
+   of ``domain/capacity.py`` holds for each growing usage, evaluated on the
+   locked row. On PostgreSQL this step is one statement (``claim_sql.py``);
+   on SQLite three. Check each requested amount against
+   min_unit/max_unit/step_size. Usage that shrinks or stays is always
+   accepted, so a provider left over capacity by an operator still takes
+   moves and releases. A refusal reads the inventories to say which rule
+   failed, and the transaction is rolled back;
 5. settle the consumers (generation + 1, or removed when they hold nothing).
+
+DELETE and the reshaper lock the providers (step 4's locks, in the same
+order) before step 3: the reshaper compares their generations first.
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Executable
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
@@ -39,7 +43,7 @@ from placement_api.domain import claim_sql
 from placement_api.domain import consumers as consumer_rows
 from placement_api.domain.capacity import fits, unit_violation
 from placement_api.domain.claim_sql import InventorySlot, Slot
-from placement_api.domain.consumers import ConsumerClaim, ConsumerSet, Owners
+from placement_api.domain.consumers import ConsumerClaim, ConsumerSet, LockedConsumer, Owners
 from placement_api.domain.generations import now
 
 __all__ = ["ClaimPlan", "Slot", "lock_providers", "prepare", "replace_allocations", "write"]
@@ -68,6 +72,10 @@ class ClaimPlan:
     provider_ids: dict[str, int]
     class_ids: dict[str, int]
     held: list[Row]
+    # By id, of every provider and class named or held: what the change
+    # feed and error messages call them.
+    provider_uuids: dict[int, str]
+    class_names: dict[int, str]
 
     def wanted(self) -> list[Row]:
         rows: list[Row] = []
@@ -108,37 +116,66 @@ def _conflict(detail: str) -> errors.Conflict:
 
 async def _resolve_names(
     session: AsyncSession, claims: Sequence[ConsumerClaim], failure: str
-) -> tuple[dict[str, int], dict[str, int], Owners]:
+) -> tuple[dict[str, int], dict[str, int], Owners, dict[str, int]]:
     """Ids of the classes and providers the claims name, and of the consumers'
-    owners (``consumers.wanted_owners``), in one statement.
+    owners (``consumers.wanted_owners``), in one statement; on PostgreSQL, a
+    claim of one new consumer also inserts it there (``claim_sql.NAMES_CREATING``):
+    the last value, the ids of the consumers so created by uuid.
 
     Unknown classes are reported before missing providers.
     """
     names = {name for claim in claims for amounts in claim.allocations.values() for name in amounts}
     uuids = {uuid for claim in claims for uuid in claim.allocations}
     owners = consumer_rows.wanted_owners(claims)
-    found: Owners = {kind: {} for kind in ("class", "provider", *owners)}
+    found: Owners = {kind: {} for kind in ("class", "provider", "consumer", *owners)}
     if not uuids:  # nothing to allocate, so no owner either
-        return {}, {}, {kind: {} for kind in owners}
+        return {}, {}, {kind: {} for kind in owners}, {}
     params = {kind: sorted(wanted) for kind, wanted in owners.items()}
     params |= {"names": sorted(names), "uuids": sorted(uuids)}
-    for kind, key, row_id in await session.execute(claim_sql.NAMES, params):
+    statement = claim_sql.NAMES
+    if len(claims) == 1 and _creates_in_one_round_trip(session, claims[0]):
+        statement = claim_sql.NAMES_CREATING
+        params |= claim_sql.new_consumer_values(claims[0])
+    for kind, key, row_id in await statement.rows(session, **params):
         found[kind][key] = row_id
-    class_ids, provider_ids = found.pop("class"), found.pop("provider")
+    class_ids, provider_ids, created = (
+        found.pop("class"),
+        found.pop("provider"),
+        found.pop("consumer"),
+    )
     unknown = sorted(names - class_ids.keys())
     if unknown:
         raise errors.BadRequest(f"{failure}: No such resource class {unknown[0]}.")
     for uuid in sorted(uuids):
         if uuid not in provider_ids:
             raise _missing_provider(uuid)
-    return class_ids, provider_ids, found
+    return class_ids, provider_ids, found, created
 
 
-async def _held_rows(session: AsyncSession, consumer_ids: list[int]) -> list[Row]:
+def _creates_in_one_round_trip(session: AsyncSession, claim: ConsumerClaim) -> bool:
+    # One consumer only: it is then the only consumer lock the write takes,
+    # so the order of consumer locks holds whatever comes of the insert.
+    return consumer_rows.expects_new(claim) and session.get_bind().dialect.name == "postgresql"
+
+
+async def _held_rows(
+    session: AsyncSession,
+    consumer_ids: list[int],
+    provider_uuids: dict[int, str],
+    class_names: dict[int, str],
+) -> list[Row]:
+    """What the consumers hold; the names of its providers and classes go
+    into ``provider_uuids`` and ``class_names``."""
     if not consumer_ids:
         return []
-    rows = await session.execute(claim_sql.HELD, {"consumer_ids": consumer_ids})
-    return [Row(*row) for row in rows]
+    held = []
+    for consumer_id, provider_id, class_id, used, uuid, name in await claim_sql.HELD.rows(
+        session, consumer_ids=consumer_ids
+    ):
+        held.append(Row(consumer_id, provider_id, class_id, used))
+        provider_uuids[provider_id] = uuid
+        class_names[class_id] = name
+    return held
 
 
 def _refuse_repeated_consumers(claims: Sequence[ConsumerClaim]) -> None:
@@ -157,42 +194,61 @@ async def prepare(
     ``failure`` starts the message of an unknown-class error.
     """
     _refuse_repeated_consumers(claims)
-    class_ids, provider_ids, owners = await _resolve_names(session, claims, failure)
-    consumers = await consumer_rows.lock(session, claims, owners)
+    class_ids, provider_ids, owners, created = await _resolve_names(session, claims, failure)
+    if created:  # by the names' look-up: one consumer, inserted settled
+        ((uuid, ident),) = created.items()
+        consumers = ConsumerSet(
+            {uuid: LockedConsumer(uuid, ident, created=True)},
+            projects=owners["project"],
+            users=owners["user"],
+            types=owners["type"],
+        )
+    else:
+        consumers = await consumer_rows.lock(session, claims, owners)
+    provider_uuids = {pid: uuid for uuid, pid in provider_ids.items()}
+    class_names = {cid: name for name, cid in class_ids.items()}
     # Consumers this transaction created cannot hold anything yet.
-    held = [] if consumers.all_created() else await _held_rows(session, consumers.ids())
-    return ClaimPlan(claims, consumers, provider_ids, class_ids, held)
+    held = (
+        []
+        if consumers.all_created()
+        else await _held_rows(session, consumers.ids(), provider_uuids, class_names)
+    )
+    return ClaimPlan(claims, consumers, provider_ids, class_ids, held, provider_uuids, class_names)
 
 
 async def lock_providers(
     session: AsyncSession, ids: Iterable[int], *, bump: bool, names: dict[int, str] | None = None
 ) -> dict[int, int]:
-    """Lock providers in ascending id order; their generations by id (bumped when ``bump``).
-
-    A provider deleted since it was looked up is reported as not existing,
-    as if the delete had come first — which, once serialised, it did.
-    """
+    """Lock providers in ascending id order; their generations by id
+    (bumped when ``bump``). A provider deleted meanwhile is a 400."""
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    statement: Executable = claim_sql.LOCK_PROVIDERS
-    params: dict[str, object] = {"provider_ids": wanted}
     if bump:
-        statement, params["bumped_at"] = claim_sql.LOCK_AND_BUMP_PROVIDERS, now()
-    rows = await session.execute(statement, params)
-    generations: dict[int, int] = dict(rows.all())
+        rows = await claim_sql.LOCK_AND_BUMP_PROVIDERS.rows(
+            session, provider_ids=wanted, bumped_at=now()
+        )
+    else:
+        rows = await claim_sql.LOCK_PROVIDERS.rows(session, provider_ids=wanted)
+    generations = {provider_id: generation for provider_id, generation in rows}
+    _check_locked(wanted, generations, names or {})
+    return generations
+
+
+def _check_locked(wanted: list[int], generations: dict[int, int], names: dict[int, str]) -> None:
+    """A provider deleted since it was looked up is reported as not existing,
+    as if the delete had come first — which, once serialised, it did."""
     for provider_id in wanted:
         if provider_id not in generations:
-            raise _missing_provider((names or {}).get(provider_id, str(provider_id)))
-    return generations
+            raise _missing_provider(names.get(provider_id, str(provider_id)))
 
 
 class _Namer:
     """Provider uuids and class names for error messages."""
 
     def __init__(self, plan: ClaimPlan) -> None:
-        self.providers = {pid: uuid for uuid, pid in plan.provider_ids.items()}
-        self.classes = {cid: name for name, cid in plan.class_ids.items()}
+        self.providers = plan.provider_uuids
+        self.classes = plan.class_names
 
     def cannot_create(self, slot: Slot, why: str) -> errors.Conflict:
         return _conflict(
@@ -252,23 +308,42 @@ async def _refuse(
     raise _conflict("the inventories changed during the write.")
 
 
-async def write(session: AsyncSession, plan: ClaimPlan) -> dict[Slot, int]:
-    """Check and apply a prepared write; its providers must already be locked.
+async def write(
+    session: AsyncSession, plan: ClaimPlan, *, lock_and_bump: bool = False
+) -> tuple[dict[Slot, int], dict[int, int]]:
+    """Check and apply a prepared write. Its providers must already be
+    locked, unless ``lock_and_bump``: then the write locks them (in id order)
+    and bumps their generations first, in the same statement on PostgreSQL.
 
-    Returns the usage after the write of every (provider, class) it touched.
+    Returns the usage after the write of every (provider, class) it touched
+    and, with ``lock_and_bump``, the providers' generations after.
     """
     wanted = plan.wanted()
     changes = _usage_changes(plan.held, wanted)
     if plan.held:
-        await session.execute(claim_sql.DELETE_HELD, {"consumer_ids": plan.consumers.ids()})
+        # The rows are the locked consumers'; only usage needs the providers locked.
+        await claim_sql.DELETE_HELD.rows(session, consumer_ids=plan.consumers.ids())
     new_rows = [(row.consumer_id, row.provider_id, row.class_id, row.used) for row in wanted]
-    applied = await claim_sql.apply(session, changes, new_rows)
+    generations: dict[int, int] = {}
+    locking = sorted(plan.touched_provider_ids()) if lock_and_bump else []
+    if locking:
+        generations, applied = await claim_sql.lock_and_apply(
+            session, locking, now(), changes, new_rows
+        )
+        _check_locked(locking, generations, plan.provider_uuids)
+    else:
+        applied = await claim_sql.apply(session, changes, new_rows)
     required = {row.slot for row in wanted} | {slot for slot, c in changes.items() if c > 0}
+    if locking and not required <= applied.keys():
+        # The statement's snapshot predates its lock waits: an inventory
+        # created meanwhile is seen only by a statement sent now.
+        missing = {slot: change for slot, change in changes.items() if slot not in applied}
+        applied |= await claim_sql.apply(session, missing, [])
     if not required <= applied.keys():
         await _refuse(session, plan, wanted, changes, applied)
     _check_units(wanted, applied, _Namer(plan))
     await consumer_rows.settle(session, plan.claims, plan.consumers)
-    return {slot: inventory.used for slot, inventory in applied.items()}
+    return {slot: inventory.used for slot, inventory in applied.items()}, generations
 
 
 async def replace_allocations(
@@ -276,9 +351,8 @@ async def replace_allocations(
 ) -> None:
     """Give each consumer exactly the allocations of its claim, all or nothing."""
     plan = await prepare(session, claims, failure=failure)
-    names = {pid: uuid for uuid, pid in plan.provider_ids.items()}
-    generations = await lock_providers(session, plan.touched_provider_ids(), bump=True, names=names)
-    await feed.allocations_changed(session, plan, await write(session, plan), generations)
+    usage_after, generations = await write(session, plan, lock_and_bump=True)
+    feed.allocations_changed(session, plan, usage_after, generations)
 
 
 async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:
@@ -293,4 +367,5 @@ async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:
     if not plan.held:
         raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
     generations = await lock_providers(session, plan.touched_provider_ids(), bump=False)
-    await feed.allocations_changed(session, plan, await write(session, plan), generations)
+    usage_after, _ = await write(session, plan)
+    feed.allocations_changed(session, plan, usage_after, generations)

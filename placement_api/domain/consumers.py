@@ -15,14 +15,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, literal_column, select, union_all, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import (
+    DateTime,
+    Integer,
+    Select,
+    String,
+    Table,
+    bindparam,
+    delete,
+    func,
+    literal_column,
+    select,
+    text,
+    union_all,
+    update,
+)
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from placement_api import errors
 from placement_api.db.dialect import insert_ignoring_duplicates
 from placement_api.db.models import Consumer, ConsumerType, Project, User
+from placement_api.db.prepared import Membership, Prepared
 from placement_api.domain.generations import now
 
 # Owner of consumers written before microversion 1.8 made project and user
@@ -101,36 +117,79 @@ _OWNER_TABLES: dict[str, tuple[Any, InstrumentedAttribute[str]]] = {
     "project": (Project, Project.external_id),
     "user": (User, User.external_id),
 }
-# Built once: every claim looks its owners up (see ``claim_sql.py`` for why).
-# (kind, name, id) of the named owners of each kind; the claim's own look-up
-# of names includes these.
-OWNER_LOOKUPS = [
-    select(literal_column(f"'{kind}'").label("kind"), column.label("name"), model.id).where(
-        column.in_(bindparam(kind, expanding=True))
-    )
-    for kind, (model, column) in _OWNER_TABLES.items()
-]
-_FIND_OWNERS = union_all(*OWNER_LOOKUPS)
+
+
+def owner_lookups(member: Membership) -> list[Select[tuple[str, str, int]]]:
+    """(kind, name, id) of the named owners of each kind; the claim's own
+    look-up of names includes these. Built once (see ``claim_sql.py`` for why)."""
+    return [
+        select(literal_column(f"'{kind}'").label("kind"), column.label("name"), model.id).where(
+            member(column, kind)
+        )
+        for kind, (model, column) in _OWNER_TABLES.items()
+    ]
+
+
+_FIND_OWNERS = Prepared.per_dialect(lambda member: union_all(*owner_lookups(member)))
 Owners = dict[str, dict[str, int]]  # kind -> name -> id
-_LOCK_ROW = (
+_LOCK_ROW = Prepared(
     select(Consumer.id, Consumer.generation)
     .where(Consumer.uuid == bindparam("uuid"))
     .with_for_update()
 )
 _consumers = cast(Table, Consumer.__table__)
-_INSERT_ABSENT = {
-    name: insert(_consumers)
+_NEW_COLUMNS = ("uuid", "project_id", "user_id", "consumer_type_id")
+# Several rows: one statement of them all, inserted (and their unique keys
+# locked) in the order given.
+_INSERT_ABSENT = Prepared(
+    sqlite.insert(_consumers)
     .on_conflict_do_nothing(index_elements=["uuid"])
-    .returning(_consumers.c.uuid, _consumers.c.id)
-    for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
-}
+    .returning(_consumers.c.uuid, _consumers.c.id),
+    postgresql=text(
+        """
+        INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, updated_at)
+        SELECT new.uuid, new.project_id, new.user_id, new.consumer_type_id, 1, :updated_at
+        FROM unnest(:uuids, :project_ids, :user_ids, :consumer_type_ids)
+             WITH ORDINALITY AS new(uuid, project_id, user_id, consumer_type_id, position)
+        ORDER BY new.position
+        ON CONFLICT (uuid) DO NOTHING
+        RETURNING uuid, id
+        """
+    ).bindparams(
+        bindparam("uuids", type_=ARRAY(String)),
+        bindparam("project_ids", type_=ARRAY(Integer)),
+        bindparam("user_ids", type_=ARRAY(Integer)),
+        bindparam("consumer_type_ids", type_=ARRAY(Integer)),
+        bindparam("updated_at", type_=DateTime(timezone=True)),
+    ),
+)
+# A new generation for a consumer that still holds something; a NULL owner
+# keeps the one it has.
+_SETTLE = Prepared(
+    update(_consumers)
+    .where(_consumers.c.id == bindparam("consumer_id"))
+    .values(
+        generation=_consumers.c.generation + 1,
+        updated_at=bindparam("updated_at"),
+        project_id=func.coalesce(
+            bindparam("new_project_id", type_=Integer), _consumers.c.project_id
+        ),
+        user_id=func.coalesce(bindparam("new_user_id", type_=Integer), _consumers.c.user_id),
+        consumer_type_id=func.coalesce(
+            bindparam("new_consumer_type_id", type_=Integer), _consumers.c.consumer_type_id
+        ),
+    )
+)
+_REMOVE = Prepared.per_dialect(
+    lambda member: delete(_consumers).where(member(_consumers.c.id, "consumer_ids"))
+)
 
 
 async def _find_owners(session: AsyncSession, wanted: dict[str, set[str]]) -> Owners:
     """Ids by name of each kind's named rows, in one statement for all kinds."""
     found: Owners = {kind: {} for kind in _OWNER_TABLES}
     params = {kind: sorted(names) for kind, names in wanted.items()}
-    for kind, name, row_id in await session.execute(_FIND_OWNERS, params):
+    for kind, name, row_id in await _FIND_OWNERS.rows(session, **params):
         found[kind][name] = row_id
     return found
 
@@ -176,20 +235,18 @@ def _check_generation(claim: ConsumerClaim, current: int | None) -> None:
 
 
 async def _lock_row(session: AsyncSession, uuid: str) -> tuple[int, int] | None:
-    row = (await session.execute(_LOCK_ROW, {"uuid": uuid})).first()
-    return (row.id, row.generation) if row else None
+    rows = await _LOCK_ROW.rows(session, uuid=uuid)
+    return (rows[0][0], rows[0][1]) if rows else None
 
 
-def _new_row(claim: ConsumerClaim, owners: ConsumerSet) -> dict[str, Any]:
-    """The consumer as ``settle`` would leave it: generation 1, the claim's owners."""
-    return {
-        "uuid": claim.uuid,
-        "project_id": owners.projects[claim.project_id or INCOMPLETE_PROJECT_ID],
-        "user_id": owners.users[claim.user_id or INCOMPLETE_USER_ID],
-        "consumer_type_id": owners.types.get(claim.consumer_type or ""),
-        "generation": 1,
-        "updated_at": now(),
-    }
+def _new_row(claim: ConsumerClaim, owners: ConsumerSet) -> tuple[str, int, int, int | None]:
+    """The consumer as ``settle`` would leave it (``_NEW_COLUMNS``; generation 1)."""
+    return (
+        claim.uuid,
+        owners.projects[claim.project_id or INCOMPLETE_PROJECT_ID],
+        owners.users[claim.user_id or INCOMPLETE_USER_ID],
+        owners.types.get(claim.consumer_type or ""),
+    )
 
 
 async def _insert_absent(
@@ -197,10 +254,22 @@ async def _insert_absent(
 ) -> dict[str, int]:
     """Insert the claims' consumers in one statement, in the order given; the
     ids of those inserted by uuid (a consumer that exists already is not)."""
-    statement = _INSERT_ABSENT[session.get_bind().dialect.name]
     rows = [_new_row(claim, owners) for claim in claims]
-    # Several rows: one INSERT of them all (SQLAlchemy's "insertmanyvalues").
-    return {uuid: ident for uuid, ident in await session.execute(statement, rows)}
+    updated_at = now()
+    if session.get_bind().dialect.name == "postgresql":
+        found = await _INSERT_ABSENT.rows(
+            session,
+            updated_at=updated_at,
+            **{f"{name}s": [row[i] for row in rows] for i, name in enumerate(_NEW_COLUMNS)},
+        )
+    else:
+        # SQLAlchemy sends the rows as one INSERT ("insertmanyvalues").
+        values = [
+            {**dict(zip(_NEW_COLUMNS, row, strict=True)), "generation": 1, "updated_at": updated_at}
+            for row in rows
+        ]
+        found = (await session.execute(_INSERT_ABSENT.statement, values)).all()
+    return {uuid: ident for uuid, ident in found}
 
 
 async def _insert_if_absent(
@@ -215,9 +284,9 @@ async def _lock_or_create(
 ) -> LockedConsumer:
     # A client that says "new consumer" is nearly always right: insert first
     # and look for an existing row only when the insert finds one.
-    expects_new = _expects_new(claim)
+    new = expects_new(claim)
     for _ in range(_CREATE_ATTEMPTS):
-        if expects_new:
+        if new:
             new_id = await _insert_if_absent(session, claim, owners)
             if new_id is not None:
                 return LockedConsumer(claim.uuid, id=new_id, created=True)
@@ -233,7 +302,8 @@ async def _lock_or_create(
     raise _created_and_removed(claim.uuid)
 
 
-def _expects_new(claim: ConsumerClaim) -> bool:
+def expects_new(claim: ConsumerClaim) -> bool:
+    """The client says the consumer does not exist yet (generation null)."""
     return bool(claim.allocations) and claim.check_generation and claim.generation is None
 
 
@@ -268,7 +338,7 @@ async def lock(
     """
     consumers = await _owner_ids(session, claims, owners)
     ordered = sorted(claims, key=lambda c: c.uuid)
-    if len(ordered) > 1 and all(_expects_new(claim) for claim in ordered):
+    if len(ordered) > 1 and all(expects_new(claim) for claim in ordered):
         # A scheduler's batch of claims: one statement instead of one per consumer.
         await _create_all(session, ordered, consumers)
         return consumers
@@ -277,15 +347,19 @@ async def lock(
     return consumers
 
 
-def _new_owner_values(claim: ConsumerClaim, consumers: ConsumerSet) -> dict[str, Any]:
-    values: dict[str, Any] = {"generation": Consumer.generation + 1, "updated_at": now()}
-    if claim.project_id is not None:
-        values["project_id"] = consumers.projects[claim.project_id]
-    if claim.user_id is not None:
-        values["user_id"] = consumers.users[claim.user_id]
-    if claim.consumer_type is not None:
-        values["consumer_type_id"] = consumers.types[claim.consumer_type]
-    return values
+def _settled(claim: ConsumerClaim, consumer_id: int, consumers: ConsumerSet) -> dict[str, Any]:
+    """``_SETTLE``'s values for a consumer that keeps allocations."""
+    return {
+        "consumer_id": consumer_id,
+        "updated_at": now(),
+        "new_project_id": None
+        if claim.project_id is None
+        else consumers.projects[claim.project_id],
+        "new_user_id": None if claim.user_id is None else consumers.users[claim.user_id],
+        "new_consumer_type_id": (
+            None if claim.consumer_type is None else consumers.types[claim.consumer_type]
+        ),
+    }
 
 
 async def settle(
@@ -294,18 +368,16 @@ async def settle(
     """After the allocation rows are written: bump the generation (and owner)
     of each consumer that still holds something, remove those that do not.
     Consumers this transaction created are settled already."""
-    emptied = []
+    emptied: list[int] = []
+    kept: list[dict[str, Any]] = []
     for claim in claims:
         consumer = consumers.by_uuid[claim.uuid]
         if consumer.id is None or consumer.created:
             continue
         if not claim.allocations:
             emptied.append(consumer.id)
-            continue
-        await session.execute(
-            update(Consumer)
-            .where(Consumer.id == consumer.id)
-            .values(_new_owner_values(claim, consumers))
-        )
+        else:
+            kept.append(_settled(claim, consumer.id, consumers))
+    await _SETTLE.run_many(session, kept)
     if emptied:
-        await session.execute(delete(Consumer).where(Consumer.id.in_(emptied)))
+        await _REMOVE.rows(session, consumer_ids=emptied)

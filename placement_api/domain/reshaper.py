@@ -178,7 +178,7 @@ async def reshape(
     _check_generations(reshapes, targets, current)
     for item in reshapes:
         await _add_and_change(session, targets[item.uuid], item.inventories, class_ids)
-    usage_after = await claims.write(session, plan)
+    usage_after, _ = await claims.write(session, plan)
     for item in reshapes:
         await _remove_unwanted(session, targets[item.uuid], item)
     steps = _generation_steps(reshapes, targets, plan)
@@ -202,4 +202,4 @@ async def _record(
         changes.inventory_changed(
             session, changes.UPDATED, item.uuid, after.generation, limits, item.inventories
         )
-    await changes.allocations_changed(session, plan, usage_after, generations)
+    changes.allocations_changed(session, plan, usage_after, generations)

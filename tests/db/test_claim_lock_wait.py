@@ -1,0 +1,93 @@
+"""A claim that waits for a provider's lock decides on the inventory as the
+holder of the lock committed it.
+
+On PostgreSQL a claim locks its providers and checks capacity in one
+statement, whose snapshot predates the wait; the capacity rule must still
+be evaluated on the inventory row as it is once the lock is granted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from placement_api.db.engine import create_engine
+from placement_api.settings import Settings
+from tests.api.allocation_helpers import error, new_uuid, provider_with, put_allocations, usages
+from tests.support.client import PlacementClient
+
+# Bounds the wait for the claim to queue on the lock, not a timing assertion.
+_QUEUE_WAIT_SECONDS = 30.0
+
+
+async def _until_a_session_waits_for_a_lock(watcher: AsyncConnection) -> None:
+    waiting = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    async with asyncio.timeout(_QUEUE_WAIT_SECONDS):
+        while True:
+            if (await watcher.execute(waiting)).scalar_one():
+                return
+            await asyncio.sleep(0.01)
+
+
+_PROVIDER = "(SELECT id FROM resource_providers WHERE uuid = :uuid)"
+_LOWER_VCPU = f"UPDATE inventories SET total = :total WHERE resource_provider_id = {_PROVIDER}"
+_ADD_MEMORY = (
+    "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, "
+    "min_unit, max_unit, step_size, allocation_ratio, used) "
+    f"SELECT {_PROVIDER}, id, :total, 0, 1, :total, 1, 1.0, 0 FROM resource_classes "
+    "WHERE name = 'MEMORY_MB'"
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "total", "wanted", "fits"),
+    [
+        (_LOWER_VCPU, 1, {"VCPU": 2}, False),
+        (_LOWER_VCPU, 3, {"VCPU": 2}, True),
+        # Not in the snapshot of the statement that waited: seen all the same.
+        (_ADD_MEMORY, 512, {"VCPU": 2, "MEMORY_MB": 256}, True),
+        (_ADD_MEMORY, 128, {"VCPU": 2, "MEMORY_MB": 256}, False),
+    ],
+)
+async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
+    api: PlacementClient,
+    settings: Settings,
+    backend: str,
+    change: str,
+    total: int,
+    wanted: dict[str, int],
+    fits: bool,
+) -> None:
+    if backend != "postgresql":
+        pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
+    rp = await provider_with(api, {"VCPU": {"total": 4}})
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.connect() as holder, engine.connect() as watcher:
+            await watcher.execution_options(isolation_level="AUTOCOMMIT")
+            transaction = await holder.begin()
+            await holder.execute(
+                text("SELECT id FROM resource_providers WHERE uuid = :uuid FOR UPDATE"),
+                {"uuid": rp},
+            )
+            claim = asyncio.create_task(put_allocations(api, new_uuid(), {rp: wanted}))
+            await _until_a_session_waits_for_a_lock(watcher)
+            await holder.execute(text(change), {"total": total, "uuid": rp})
+            await transaction.commit()
+            response = await claim
+    finally:
+        await engine.dispose()
+    found = await usages(api, rp)
+    if fits:
+        assert response.status_code == 204, response.text
+        assert found == wanted
+    else:
+        assert response.status_code == 409, response.text
+        assert error(response)["conflict"] == "capacity"
+        assert set(found.values()) == {0}

@@ -1,0 +1,93 @@
+"""``Prepared`` statements on both databases: lists bound as arrays on
+PostgreSQL and expanded on SQLite give the same rows, literals keep their
+values, ``run_many`` runs every set, and every statement runs in the
+session's transaction of the moment (one that commits, then the next)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import cast
+
+import pytest
+from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from placement_api.db.engine import create_engine
+from placement_api.db.models import Project
+from placement_api.db.prepared import Prepared
+from placement_api.db.session import make_session_factory, unit_of_work
+
+_projects = cast(Table, Project.__table__)
+
+_BY_NAMES = Prepared.per_dialect(
+    lambda member: (
+        select(_projects.c.external_id, _projects.c.id + 1000)
+        .where(member(_projects.c.external_id, "names"))
+        .order_by(_projects.c.external_id)
+    )
+)
+_ADD = Prepared(insert(_projects).values(external_id=bindparam("name")))
+_RENAME = Prepared(
+    update(_projects)
+    .where(_projects.c.external_id == bindparam("old"))
+    .values(external_id=bindparam("new"))
+)
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    created = create_engine(database_url, pool_size=1)
+    try:
+        yield created
+    finally:
+        await created.dispose()
+
+
+def _names(count: int) -> list[str]:
+    prefix = uuid.uuid4().hex[:8]
+    return [f"prepared-{prefix}-{index}" for index in range(count)]
+
+
+async def test_lists_of_any_length_and_literals(engine: AsyncEngine) -> None:
+    factory = make_session_factory(engine)
+    names = _names(3)
+    async with unit_of_work(factory, write=True) as session:
+        await _ADD.run_many(session, [{"name": name} for name in names])
+        listed = await session.execute(select(_projects.c.external_id, _projects.c.id))
+        ids = {name: ident for name, ident in listed}
+        for wanted in ([], names[:1], names, [*names, "absent"]):
+            rows = await _BY_NAMES.rows(session, names=wanted)
+            found = [name for name in names if name in wanted]
+            assert [tuple(row) for row in rows] == [(name, ids[name] + 1000) for name in found]
+        await session.rollback()
+
+
+async def test_run_many_runs_every_set(engine: AsyncEngine) -> None:
+    factory = make_session_factory(engine)
+    names = _names(3)
+    renamed = [f"{name}-renamed" for name in names]
+    async with unit_of_work(factory, write=True) as session:
+        await _ADD.run_many(session, [{"name": name} for name in names])
+        await _RENAME.run_many(
+            session, [{"old": old, "new": new} for old, new in zip(names, renamed, strict=True)]
+        )
+        assert [row[0] for row in await _BY_NAMES.rows(session, names=names + renamed)] == renamed
+        await session.rollback()
+
+
+async def test_each_transaction_of_a_session_holds_its_own_statements(
+    engine: AsyncEngine,
+) -> None:
+    """After a commit the next statement opens a new transaction: rolling
+    that one back undoes it, and only it."""
+    factory = make_session_factory(engine)
+    kept, undone = _names(2)
+    async with unit_of_work(factory, write=True) as session:
+        await _ADD.rows(session, name=kept)
+        await session.commit()
+        await _ADD.rows(session, name=undone)
+        await session.rollback()
+    async with unit_of_work(factory, write=False) as session:
+        rows = await _BY_NAMES.rows(session, names=[kept, undone])
+    assert [row[0] for row in rows] == [kept]

@@ -11,8 +11,8 @@ from the statement's work, with one extra statement that does nothing
 Reported: transactions per second with ``WRITERS`` concurrent writers
 (recording writes must not commit one at a time), the database CPU per
 transaction (the backends' scheduler time, in microseconds: steadier than
-transactions/s on a busy machine), and the sequencing run's wall time per
-entry. It isolates what the feed adds on the database side.
+transactions/s on a busy machine), and the sequencing run's wall time and
+database CPU per entry. It isolates what the feed adds on the database side.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -105,12 +106,14 @@ async def _run(writers: list[asyncpg.Connection], extra: Extra, transactions: in
     return transactions // len(writers) * len(writers) / (time.perf_counter() - began)
 
 
-async def _sequencing(factory: SessionFactory) -> float:
-    """Wall seconds of one sequencing run."""
+async def _sequencing(factory: SessionFactory) -> tuple[float, float]:
+    """Wall and database CPU seconds of one sequencing run."""
     began = time.perf_counter()
     async with unit_of_work(factory, write=True) as session:
+        pid = int(await session.scalar(text("SELECT pg_backend_pid()")) or 0)
+        cpu_before = _cpu_seconds({pid})
         await feed_index.sequence(session)
-    return time.perf_counter() - began
+    return time.perf_counter() - began, _cpu_seconds({pid}) - cpu_before
 
 
 async def measure(admin_dsn: str, rounds: int, transactions: int = TRANSACTIONS) -> None:
@@ -120,7 +123,7 @@ async def measure(admin_dsn: str, rounds: int, transactions: int = TRANSACTIONS)
     url = dsn.replace("postgresql://", "postgresql+asyncpg://", 1)
     variants = _variants()
     rates: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
-    sequencing: list[float] = []
+    sequencing: list[tuple[float, float]] = []
     engine = create_engine(url)
     try:
         await asyncio.to_thread(migrations.upgrade, url)
@@ -139,7 +142,8 @@ async def measure(admin_dsn: str, rounds: int, transactions: int = TRANSACTIONS)
                 cpu_us = (_cpu_seconds(pids) - before) / transactions * 1e6
                 rates[name].append((rate, cpu_us))
             recorded = transactions * 4  # the two feed variants: one entry, then three
-            sequencing.append(await _sequencing(factory) / recorded * 1000)
+            wall, cpu = await _sequencing(factory)
+            sequencing.append((wall / recorded * 1e6, cpu / recorded * 1e6))
         for writer in writers:
             await writer.close()
     finally:
@@ -155,7 +159,8 @@ async def measure(admin_dsn: str, rounds: int, transactions: int = TRANSACTIONS)
         print(f"| {name} | {rate:.0f} | {cpu:.0f} |")
     print(
         f"\nsequencing run (indexes a round's {transactions * 4} entries): "
-        f"{statistics.median(sequencing):.3f} ms wall per entry"
+        f"{statistics.median(w for w, _ in sequencing):.1f} µs wall and "
+        f"{statistics.median(c for _, c in sequencing):.1f} µs of database CPU per entry"
     )
 
 

@@ -208,8 +208,8 @@ class ProviderHeartbeat(Base):
 class ChangeFeedHead(Base):
     """The change feed's one-row counter: the last index handed out.
 
-    Only a sequencing run advances it (``domain/changes.py``), under the
-    feed's advisory lock on PostgreSQL and inside SQLite's one writer."""
+    Only a sequencing run advances it (``domain/feed_index.py``), under its
+    row lock on PostgreSQL; on SQLite each recording write, inside the one writer."""
 
     __tablename__ = "change_feed_head"
 
@@ -227,7 +227,9 @@ class Change(Base):
     transaction as the write it records. ``(commit_seq, ordinal)`` orders it;
     ``feed_index`` is its index, given once it has committed (NULL until
     then on PostgreSQL). ``details`` holds the fields that depend on
-    ``resource`` (generations, classes, allocations, ...)."""
+    ``resource`` (generations, classes, allocations, ...). On PostgreSQL
+    its pages are half filled (migration 0005), so giving an entry its index
+    writes the new row version beside the old one."""
 
     __tablename__ = "changes"
     __table_args__ = (

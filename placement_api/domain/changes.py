@@ -207,7 +207,15 @@ def recorded(session: AsyncSession) -> bool:
     return bool(session.info.pop(_RECORDED, False))
 
 
-# One round trip, as a prepared statement; the entries come as one JSON array.
+# One round trip each, as prepared statements, ``nextval`` inside the insert.
+# Most writes record one entry (a claim for one consumer, a provider write):
+# it goes as plain parameters, which the database takes in about 20 us less
+# CPU than decoding a document into rows (docs/performance.md, "Change feed").
+_POSTGRESQL_APPEND_ONE = f"""
+INSERT INTO changes (commit_seq, ordinal, resource, action, uuid, details)
+VALUES (nextval('{CHANGE_COMMIT_SEQUENCE.name}'), 0, $1, $2, $3, $4::json)
+"""
+# More entries come as one JSON array, so one statement fits any number of them.
 _POSTGRESQL_APPEND = f"""
 INSERT INTO changes (commit_seq, ordinal, resource, action, uuid, details)
 SELECT batch.commit_seq, entry.ordinal, entry.resource, entry.action, entry.uuid, entry.details
@@ -221,6 +229,15 @@ def _append_on_postgresql(session: Session, pending: list[_Entry]) -> None:
     # Straight to asyncpg, as the pool's ping does: the hottest write path
     # (claims) pays one statement for the feed, with no ORM work around it.
     driver: Any = session.connection().connection.driver_connection
+    if len(pending) == 1:
+        entry = pending[0]
+        details = json.dumps(entry.details, separators=(",", ":"))
+        await_(
+            driver.execute(
+                _POSTGRESQL_APPEND_ONE, entry.resource, entry.action, entry.uuid, details
+            )
+        )
+        return
     entries = json.dumps(
         [
             {

@@ -293,6 +293,19 @@ async def test_other_media_types_are_not_acceptable(api: PlacementClient) -> Non
     assert response.status_code == 406
 
 
+async def _listeners(factory: SessionFactory, count: int) -> None:
+    """Return once ``count`` connections of this database are listening."""
+    listening = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE query LIKE 'LISTEN%' AND datname = current_database()"
+    )
+    while True:
+        async with unit_of_work(factory, write=False) as session:
+            if await session.scalar(listening) == count:
+                return
+        await asyncio.sleep(0.1)
+
+
 async def test_waiting_readers_still_wake_after_the_listen_connection_is_lost(
     feed_api: PlacementClient, settings: Settings, backend: str
 ) -> None:
@@ -308,6 +321,8 @@ async def test_waiting_readers_still_wake_after_the_listen_connection_is_lost(
             other_worker.router.lifespan_context(other_worker),
             AsyncClient(transport=ASGITransport(app=other_worker), base_url="http://p") as http,
         ):
+            # Each app's listener connects in a task of its own: on a busy machine, after start-up.
+            await asyncio.wait_for(_listeners(factory, 2), 15)
             async with unit_of_work(factory, write=True) as session:
                 ended = await session.execute(text(listening + " AND datname = current_database()"))
                 assert ended.scalars().all() == [True, True]

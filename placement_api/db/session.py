@@ -2,7 +2,8 @@
 
 ``unit_of_work`` commits when the request's handler returns and rolls back
 when it raises, so domain functions never commit. Write requests open their
-transaction in write mode (``BEGIN IMMEDIATE`` on SQLite).
+transaction in write mode (``BEGIN IMMEDIATE`` on SQLite); reads on
+PostgreSQL run in autocommit, each statement on its own.
 
 SQLite takes one writer at a time. Within a process, writers queue on an
 asyncio lock per engine, in arrival order, without holding a connection

@@ -58,7 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("domain", ("placement_api/domain/",)),
     ("rendering and sending the answer", ("rendering.py", "starlette/responses.py", "json/")),
     ("handler", ("placement_api/routers/",)),
-    ("dependency injection", ("fastapi/dependencies", "placement_api/deps.py")),
+    ("dependency injection", ("fastapi/dependencies", "deps.py", "lean_route.py")),
     ("routing", ("starlette/routing.py", "fastapi/routing.py")),
     ("request limits middleware", ("request_limits.py",)),
     ("request middleware (id, microversion, checks)", ("middleware.py", "microversion.py")),

@@ -22,7 +22,7 @@ from placement_api.capacity_sources import CapacitySources
 from placement_api.change_feed import ChangeFeed
 from placement_api.db.engine import engine_for
 from placement_api.db.session import make_session_factory, unit_of_work
-from placement_api.deps import Services
+from placement_api.deps import Database, Services
 from placement_api.domain.standard_names import sync_standard_names
 from placement_api.keystone import KeystoneAuthenticator
 from placement_api.middleware import PlacementRequestMiddleware
@@ -112,6 +112,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             change_feed=change_feed,
             capacity=capacity,
             capacity_gauges=CapacityGauges(capacity, settings.capacity_metrics_interval),
+            database=Database(factory, change_feed),
         )
         # What start-up made (modules, the app, the policy) lives as long as
         # the process: frozen, it is left out of the collector's full passes,
@@ -144,12 +145,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        # FastAPI's own OpenTelemetry: this service installs no OpenTelemetry
+        # SDK (its metrics are Prometheus'), and left on, FastAPI asks the
+        # global providers on every request whether one was set up since.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
-    for router in ROUTERS:
-        app.include_router(router)
-    app.include_router(health.router)
+    routers = [*ROUTERS, health.router]
     if settings.metrics_enabled:
-        app.include_router(metrics_router.router)
+        routers.append(metrics_router.router)
+    # The routers' own routes, in one flat list: include_router would nest
+    # each router (prefix, dependencies and tags to merge, none used here)
+    # and match every request through that nesting, twice.
+    for router in routers:
+        app.router.routes.extend(router.routes)
     _install_error_handlers(app)
     app.add_middleware(RequestLimitsMiddleware, settings=settings)
     app.add_middleware(PlacementRequestMiddleware)

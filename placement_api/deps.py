@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -27,6 +27,22 @@ EVENT_STREAM_MEDIA_TYPE = "text/event-stream"
 
 
 @dataclass(frozen=True)
+class Database:
+    session_factory: SessionFactory
+    change_feed: ChangeFeed
+
+    def read(self) -> AbstractAsyncContextManager[AsyncSession]:
+        return unit_of_work(self.session_factory, write=False)
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        async with unit_of_work(self.session_factory, write=True) as session:
+            yield session
+        if changes.recorded(session):
+            self.change_feed.committed()
+
+
+@dataclass(frozen=True)
 class Services:
     """What the app builds once at start-up and every request shares."""
 
@@ -37,24 +53,8 @@ class Services:
     change_feed: ChangeFeed
     capacity: CapacitySources
     capacity_gauges: CapacityGauges
-
-
-@dataclass(frozen=True)
-class Database:
-    session_factory: SessionFactory
-    change_feed: ChangeFeed
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncSession]:
-        async with unit_of_work(self.session_factory, write=False) as session:
-            yield session
-
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncSession]:
-        async with unit_of_work(self.session_factory, write=True) as session:
-            yield session
-        if changes.recorded(session):
-            self.change_feed.committed()
+    # What every route's DbDep is: built once, not per request.
+    database: Database
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,7 @@ async def _negotiated(request: Request) -> ApiRequest:
 
 
 async def database(request: Request) -> Database:
-    shared = services(request)
-    return Database(shared.session_factory, shared.change_feed)
+    return services(request).database
 
 
 async def json_body(request: Request) -> Any:

@@ -75,11 +75,24 @@ FEATURES: dict[str, Version] = {
 }
 
 _VERSION_RE = re.compile(r"^([1-9]\d*|0)\.([1-9]\d*|0)$")
+# Every version this service speaks, by its one valid spelling: most requests
+# name one, and are spared the pattern and the parse.
+_SPOKEN: dict[str, Version] = {
+    **{
+        str(version): version
+        for version in (
+            Version(MIN_VERSION.major, minor)
+            for minor in range(MIN_VERSION.minor, MAX_VERSION.minor + 1)
+        )
+    },
+    "latest": MAX_VERSION,
+}
 
 
 def parse_version(text: str) -> Version:
-    if text == "latest":
-        return MAX_VERSION
+    spoken = _SPOKEN.get(text)
+    if spoken is not None:
+        return spoken
     match = _VERSION_RE.match(text)
     try:
         if match:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 from datetime import UTC, datetime
-from email.utils import format_datetime
 from typing import Any
 
 import orjson
@@ -34,10 +33,26 @@ def error_response(error: errors.PlacementError, request_id: str, accept: str | 
     )
 
 
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
 def http_date(moment: datetime) -> str:
+    """``email.utils.format_datetime(moment, usegmt=True)``, in under half its time
+    (every answer from 1.15 carries one)."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return format_datetime(moment.astimezone(UTC), usegmt=True)
+    utc = moment.astimezone(UTC)
+    weekday, month = _DAYS[utc.weekday()], _MONTHS[utc.month - 1]
+    return "%s, %02d %s %04d %02d:%02d:%02d GMT" % (  # noqa: UP031 (faster here)
+        weekday,
+        utc.day,
+        month,
+        utc.year,
+        utc.hour,
+        utc.minute,
+        utc.second,
+    )
 
 
 def json_response(

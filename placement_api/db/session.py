@@ -2,7 +2,8 @@
 
 ``unit_of_work`` commits when the request's handler returns and rolls back
 when it raises, so domain functions never commit. Write requests open their
-transaction in write mode (``BEGIN IMMEDIATE`` on SQLite).
+transaction in write mode (``BEGIN IMMEDIATE`` on SQLite); reads on
+PostgreSQL run in autocommit, each statement on its own.
 
 SQLite takes one writer at a time. Within a process, writers queue on an
 asyncio lock per engine, in arrival order, without holding a connection
@@ -56,15 +57,28 @@ def _turn_for(factory: SessionFactory, write: bool) -> AbstractAsyncContextManag
 @asynccontextmanager
 async def unit_of_work(factory: SessionFactory, *, write: bool) -> AsyncIterator[AsyncSession]:
     started = time.perf_counter()
-    async with _turn_for(factory, write), factory() as session:
+    async with _turn_for(factory, write):
+        session = factory()
         options: dict[str, object] = {WRITE_OPTION: write}
-        if not write and factory.kw["bind"].dialect.name == "postgresql":
+        # A PostgreSQL read runs outside a transaction: there is nothing to commit.
+        autocommit = not write and factory.kw["bind"].dialect.name == "postgresql"
+        if autocommit:
             options["isolation_level"] = "AUTOCOMMIT"
-        await session.connection(execution_options=options)
-        CONNECTION_WAIT_SECONDS.observe(time.perf_counter() - started)
         try:
-            yield session
+            await session.connection(execution_options=options)
+            CONNECTION_WAIT_SECONDS.observe(time.perf_counter() - started)
+            try:
+                yield session
+            except BaseException:
+                await session.rollback()
+                raise
+            if not autocommit:
+                await session.commit()
         except BaseException:
-            await session.rollback()
-            raise
-        await session.commit()
+            # Closed in a task of its own, awaited even if this one is cancelled
+            # meanwhile: a connection is never left checked out.
+            async with session:
+                raise
+        # Its connection is released (committed) or idle (autocommit): closing
+        # it waits for nothing.
+        await session.close()

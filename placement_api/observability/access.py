@@ -39,6 +39,10 @@ class AccessMiddleware:
     def __init__(self, app: ASGIApp, *, access_log: bool = True) -> None:
         self.app = app
         self.access_log = access_log
+        # Each (method, route, status)'s series of the two request metrics, looked
+        # up once: labels() costs more than the observation. No more of them
+        # than the metrics themselves hold.
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,8 +91,15 @@ class AccessMiddleware:
     def _record(self, scope: Scope, status: int, seconds: float) -> None:
         route = route_template(scope)
         method = scope["method"]
-        metrics.REQUESTS.labels(method, route, str(status)).inc()
-        metrics.REQUEST_SECONDS.labels(method, route).observe(seconds)
+        series = self._series.get((method, route, status))
+        if series is None:
+            series = self._series[method, route, status] = (
+                metrics.REQUESTS.labels(method, route, str(status)),
+                metrics.REQUEST_SECONDS.labels(method, route),
+            )
+        count, duration = series
+        count.inc()
+        duration.observe(seconds)
         if not self.access_log:
             return
         state: dict[str, Any] = scope.get("state", {})

@@ -9,13 +9,14 @@ from starlette.responses import Response
 
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import aggregates, providers
+from placement_api.lean_route import PlacementRoute
 from placement_api.microversion import Version
 from placement_api.policies import aggregate as policies
 from placement_api.rendering import json_response
 from placement_api.schemas import aggregates as schemas
 from placement_api.schemas.common import request_body
 
-router = APIRouter(tags=["aggregates"])
+router = APIRouter(tags=["aggregates"], route_class=PlacementRoute)
 
 _PATH = "/resource_providers/{uuid}/aggregates"
 

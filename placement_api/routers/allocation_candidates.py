@@ -14,6 +14,7 @@ from placement_api.domain.candidates.combinations import Layout
 from placement_api.domain.candidates.request import CandidateRequest, parse_request
 from placement_api.domain.candidates.service import CandidatesResult, find_candidates
 from placement_api.domain.candidates.windows import SearchSettings
+from placement_api.lean_route import PlacementRoute
 from placement_api.microversion import Version
 from placement_api.observability.metrics import CANDIDATES
 from placement_api.policies import allocation_candidate as policies
@@ -21,7 +22,7 @@ from placement_api.rendering import json_response
 from placement_api.schemas import allocation_candidates as schemas
 from placement_api.schemas.validation import load_query
 
-router = APIRouter(tags=["allocation_candidates"])
+router = APIRouter(tags=["allocation_candidates"], route_class=PlacementRoute)
 
 _DESCRIPTION = (
     "Ways to meet a resource request, each ready to use as a PUT /allocations body, "

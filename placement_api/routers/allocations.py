@@ -14,6 +14,7 @@ from placement_api.domain import allocations, claims, providers
 from placement_api.domain.allocations import ConsumerAllocations, ProviderAllocations
 from placement_api.domain.claims import normalize_uuid
 from placement_api.domain.consumers import UNKNOWN_CONSUMER_TYPE, ConsumerClaim
+from placement_api.lean_route import PlacementRoute
 from placement_api.microversion import Version
 from placement_api.policies import allocation as policies
 from placement_api.querystring import is_uuid
@@ -23,7 +24,7 @@ from placement_api.schemas import write_limits
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body
 
-router = APIRouter(tags=["allocations"])
+router = APIRouter(tags=["allocations"], route_class=PlacementRoute)
 
 
 def parse_consumer_uuid(text: str) -> str:

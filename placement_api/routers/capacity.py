@@ -13,6 +13,7 @@ from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor
 from placement_api.domain.capacity_report.report import BREAKDOWNS, capacity_reports
 from placement_api.domain.capacity_report.zones import ZoneMap
+from placement_api.lean_route import PlacementRoute
 from placement_api.microversion import Version
 from placement_api.policies import capacity as policies
 from placement_api.rendering import json_response
@@ -20,7 +21,7 @@ from placement_api.routers.allocation_candidates import OrjsonResponse
 from placement_api.schemas import capacity as schemas
 from placement_api.schemas.validation import load_query
 
-router = APIRouter(tags=["capacity"])
+router = APIRouter(tags=["capacity"], route_class=PlacementRoute)
 
 
 @router.get(

@@ -23,12 +23,13 @@ from placement_api.deps import (
     wants_event_stream,
 )
 from placement_api.domain.feed_index import FeedPage
+from placement_api.lean_route import PlacementRoute
 from placement_api.policies import change as policies
 from placement_api.rendering import json_response
 from placement_api.schemas import changes as schemas
 from placement_api.schemas.validation import load_query
 
-router = APIRouter(tags=["changes"])
+router = APIRouter(tags=["changes"], route_class=PlacementRoute)
 
 # An event stream with nothing to say sends a comment this often, so proxies keep it open.
 KEEPALIVE_SECONDS = 15.0

@@ -11,10 +11,11 @@ from starlette.responses import Response
 
 from placement_api import errors
 from placement_api.deps import services
+from placement_api.lean_route import PlacementRoute
 from placement_api.observability import health
 from placement_api.policies import base as base_policies
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=PlacementRoute)
 
 
 def _text_or_json(example: str) -> dict[str, object]:

@@ -11,13 +11,14 @@ from starlette.responses import Response
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import heartbeats
 from placement_api.domain.heartbeats import Heartbeat
+from placement_api.lean_route import PlacementRoute
 from placement_api.policies import heartbeat as policies
 from placement_api.rendering import UtcJsonResponse, json_response
 from placement_api.schemas import heartbeats as schemas
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body, load_query
 
-router = APIRouter(tags=["heartbeats"])
+router = APIRouter(tags=["heartbeats"], route_class=PlacementRoute)
 
 
 def render(beat: Heartbeat) -> dict[str, Any]:

@@ -11,13 +11,14 @@ from placement_api import errors
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import inventories
 from placement_api.domain.inventories import InventoryRecord, ProviderInventory
+from placement_api.lean_route import PlacementRoute
 from placement_api.policies import inventory as policies
 from placement_api.rendering import json_response
 from placement_api.schemas import inventories as schemas
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body
 
-router = APIRouter(tags=["inventories"])
+router = APIRouter(tags=["inventories"], route_class=PlacementRoute)
 
 COLLECTION = "/resource_providers/{uuid}/inventories"
 ITEM = COLLECTION + "/{resource_class}"

@@ -14,11 +14,12 @@ from starlette.responses import Response
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.deps import services
 from placement_api.domain.inventory_figures import inventory_figures
+from placement_api.lean_route import PlacementRoute
 from placement_api.observability import metrics
 from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.policies import base as base_policies
 
-router = APIRouter(tags=["metrics"], include_in_schema=False)
+router = APIRouter(tags=["metrics"], include_in_schema=False, route_class=PlacementRoute)
 
 
 @router.get("/metrics")

@@ -9,6 +9,7 @@ from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import reshaper
 from placement_api.domain.claims import normalize_uuid
 from placement_api.domain.reshaper import InventoryReshape
+from placement_api.lean_route import PlacementRoute
 from placement_api.policies import reshaper as policies
 from placement_api.routers.allocations import parse_consumer_uuid, to_claim
 from placement_api.schemas import reshaper as schemas
@@ -16,7 +17,7 @@ from placement_api.schemas import write_limits
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body
 
-router = APIRouter(tags=["reshaper"])
+router = APIRouter(tags=["reshaper"], route_class=PlacementRoute)
 
 
 @router.post(

@@ -7,13 +7,14 @@ from starlette.responses import Response
 
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import resource_classes
+from placement_api.lean_route import PlacementRoute
 from placement_api.policies import resource_class as policies
 from placement_api.rendering import json_response, newest
 from placement_api.schemas import resource_classes as schemas
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body
 
-router = APIRouter(tags=["resource_classes"])
+router = APIRouter(tags=["resource_classes"], route_class=PlacementRoute)
 
 
 @router.get(

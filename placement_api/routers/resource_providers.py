@@ -11,13 +11,14 @@ from placement_api import querystring
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import providers
 from placement_api.domain.providers import ProviderQuery, ProviderRecord
+from placement_api.lean_route import PlacementRoute
 from placement_api.microversion import Version
 from placement_api.rendering import json_response, newest
 from placement_api.schemas import resource_providers as schemas
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body, load_query
 
-router = APIRouter(tags=["resource_providers"])
+router = APIRouter(tags=["resource_providers"], route_class=PlacementRoute)
 
 
 def render_provider(record: ProviderRecord, version: Version) -> dict[str, Any]:

@@ -6,10 +6,11 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from placement_api import microversion
+from placement_api.lean_route import PlacementRoute
 from placement_api.rendering import json_response
 from placement_api.schemas.root import VersionDocument
 
-router = APIRouter(tags=["root"])
+router = APIRouter(tags=["root"], route_class=PlacementRoute)
 
 
 @router.get("/", operation_id="getVersions", response_model=VersionDocument)

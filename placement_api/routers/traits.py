@@ -12,6 +12,7 @@ from starlette.responses import Response
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import providers, traits
 from placement_api.domain.traits import ProviderTraitSet, TraitQuery
+from placement_api.lean_route import PlacementRoute
 from placement_api.microversion import Version
 from placement_api.policies import trait as policies
 from placement_api.rendering import http_date, json_response, newest
@@ -19,7 +20,7 @@ from placement_api.schemas import traits as schemas
 from placement_api.schemas.common import request_body
 from placement_api.schemas.validation import load_body, load_query
 
-router = APIRouter(tags=["traits"])
+router = APIRouter(tags=["traits"], route_class=PlacementRoute)
 
 _PROVIDER_TRAITS = "/resource_providers/{uuid}/traits"
 

@@ -9,12 +9,13 @@ from starlette.responses import Response
 
 from placement_api.deps import ApiDep, DbDep
 from placement_api.domain import providers, usages
+from placement_api.lean_route import PlacementRoute
 from placement_api.policies import usage as policies
 from placement_api.rendering import json_response
 from placement_api.schemas import usages as schemas
 from placement_api.schemas.validation import load_query
 
-router = APIRouter(tags=["usages"])
+router = APIRouter(tags=["usages"], route_class=PlacementRoute)
 
 
 @router.get(

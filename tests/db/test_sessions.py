@@ -84,3 +84,42 @@ async def test_a_connection_the_server_dropped_is_replaced(
     async with unit_of_work(factory, write=False) as session:
         ((replacement,),) = await fetch_all(session, backend_pid)
     assert replacement != dropped
+
+
+@pytest.mark.parametrize("write", [False, True])
+async def test_a_unit_of_work_always_hands_its_connection_back(
+    engine: AsyncEngine, write: bool
+) -> None:
+    """Finished, failed or cancelled mid-statement: the pool's one connection
+    is back, and usable."""
+    factory = make_session_factory(engine)
+    marker = select(func.txid_current())
+    async with unit_of_work(factory, write=write) as session:
+        await fetch_all(session, marker)
+    assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+
+    async def failing() -> None:
+        async with unit_of_work(factory, write=write) as session:
+            await fetch_all(session, marker)
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        await failing()
+    assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+
+    async def sleeper() -> None:
+        async with unit_of_work(factory, write=write) as session:
+            await session.execute(select(func.pg_sleep(30)))
+
+    task = asyncio.create_task(sleeper())
+    await asyncio.sleep(0.5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    async with unit_of_work(factory, write=write) as session:
+        driver = (await (await session.connection()).get_raw_connection()).driver_connection
+        assert driver is not None
+        assert driver.is_in_transaction() is False
+        ((one,),) = await fetch_all(session, select(func.abs(-1)))
+    assert one == 1

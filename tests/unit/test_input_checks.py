@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from placement_api import errors
-from placement_api.input_checks import decode_json
+from placement_api.input_checks import check_path_and_query, decode_json
 
 REFUSED = {
     "escaped NUL": (b'{"a": "\\u0000"}', "U+0000"),
@@ -44,3 +44,23 @@ def test_control_characters_are_refused_however_they_arrive(case: str) -> None:
 )
 def test_ordinary_text_passes(raw: bytes, expected: Any) -> None:
     assert decode_json(raw, max_depth=32) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        (b"name=a%00b", "Query parameter 'name'"),
+        (b"na%7Fme=x", "The name of query parameter"),
+        (b"in_tree=\x01", "Query parameter 'in_tree'"),
+        (b"a=1&required=%C2%85", "Query parameter 'required'"),
+    ],
+)
+def test_control_characters_in_the_query_are_refused(query: bytes, named: str) -> None:
+    with pytest.raises(errors.BadRequest) as refused:
+        check_path_and_query("/resource_providers", query)
+    assert named in refused.value.detail
+
+
+@pytest.mark.parametrize("query", [b"", b"in_tree=abc&name=a+b", b"name=caf%C3%A9&x=%2B"])
+def test_a_clean_query_passes(query: bytes) -> None:
+    check_path_and_query("/resource_providers", query)

@@ -38,3 +38,15 @@ def test_features_switch_on_at_their_version() -> None:
     assert not Version(1, 13).has("nested_providers")
     assert Version(1, 14).has("nested_providers")
     assert Version(1, 39).has("any_traits")
+
+
+def test_every_version_spoken_negotiates_to_itself() -> None:
+    for minor in range(MIN_VERSION.minor, MAX_VERSION.minor + 1):
+        assert negotiate(f"placement 1.{minor}") == Version(1, minor)
+
+
+def test_only_the_canonical_spelling_is_a_version() -> None:
+    with pytest.raises(errors.BadRequest, match=r"invalid version string: 1\.05"):
+        negotiate("placement 1.05")
+    with pytest.raises(errors.BadRequest, match="invalid version string: LATEST"):
+        negotiate("placement LATEST")

@@ -1,0 +1,129 @@
+"""A FastAPI route that calls its endpoint without FastAPI's per-request
+dependency solving, when the endpoint's parameters need none of it.
+
+Every route of this API takes only string path parameters, the ``Request``
+and dependencies (``ApiDep``, ``DbDep``) that themselves take only the
+``Request``, and returns a ``Response``. For such an endpoint FastAPI's
+request handler (``solve_dependencies``: a recursive walk per dependency,
+cache keys, four parameter groups each, a scratch ``Response``) computes
+what is known when the route is built; here that plan is made once and the
+handler just follows it. The route, its ``dependant`` and so the OpenAPI
+document are FastAPI's own; an endpoint outside that shape gets FastAPI's
+handler unchanged. (The app serves the routers' routes as they are, not
+through ``include_router``, so ``app.dependency_overrides`` would not apply
+either way.)
+
+The plan reads FastAPI's ``Dependant`` and its parameters' fields, which
+FastAPI does not document; ``tests/unit/test_lean_route.py`` fails when
+``Dependant`` gains or loses a field.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+from starlette.responses import Response
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+Dependency = Callable[..., Coroutine[Any, Any, object]]
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What one call of an endpoint needs, in the order FastAPI resolves it:
+    each dependency (the argument it fills, itself, its request argument),
+    then the path parameters and the request."""
+
+    dependencies: tuple[tuple[str, Dependency, str], ...]
+    path_params: tuple[str, ...]
+    request_param: str | None
+
+
+def _needs_nothing_else(dependant: Dependant) -> bool:
+    return not (
+        dependant.query_params
+        or dependant.header_params
+        or dependant.cookie_params
+        or dependant.body_params
+        or dependant.http_connection_param_name
+        or dependant.websocket_param_name
+        or dependant.response_param_name
+        or dependant.background_tasks_param_name
+        or dependant.security_scopes_param_name
+    )
+
+
+def _plain_string(field: Any) -> bool:
+    info = field.field_info
+    return bool(info.annotation is str and not info.metadata and field.alias == field.name)
+
+
+def _simple_dependency(dependant: Dependant) -> bool:
+    """An ``async def`` of the request alone."""
+    return (
+        dependant.name is not None
+        and inspect.iscoroutinefunction(dependant.call)
+        and not dependant.dependencies
+        and not dependant.path_params
+        and dependant.request_param_name is not None
+        and _needs_nothing_else(dependant)
+    )
+
+
+def _returns_response(endpoint: Callable[..., Any]) -> bool:
+    returned = inspect.signature(endpoint, eval_str=True).return_annotation
+    return inspect.isclass(returned) and issubclass(returned, Response)
+
+
+def call_plan(dependant: Dependant, endpoint: Callable[..., Any]) -> CallPlan | None:
+    """The plan for ``endpoint``, or None when FastAPI's own handler is needed."""
+    subs = dependant.dependencies
+    if not (
+        inspect.iscoroutinefunction(endpoint)
+        and _returns_response(endpoint)
+        and _needs_nothing_else(dependant)
+        and all(_plain_string(field) for field in dependant.path_params)
+        and all(_simple_dependency(sub) for sub in subs)
+        # FastAPI calls a dependency used twice only once per request.
+        and len({id(sub.call) for sub in subs}) == len(subs)
+    ):
+        return None
+    return CallPlan(
+        dependencies=tuple(
+            (str(sub.name), sub.call, str(sub.request_param_name))  # type: ignore[misc]
+            for sub in subs
+        ),
+        path_params=tuple(field.name for field in dependant.path_params),
+        request_param=dependant.request_param_name,
+    )
+
+
+class PlacementRoute(APIRoute):
+    def get_route_handler(self) -> Handler:
+        plan = call_plan(self.dependant, self.endpoint)
+        if plan is None:
+            return super().get_route_handler()
+        endpoint = self.endpoint
+        dependencies = plan.dependencies
+        path_params = plan.path_params
+        request_param = plan.request_param
+
+        async def handler(request: Request) -> Response:
+            arguments: dict[str, Any] = {}
+            for name, dependency, argument in dependencies:
+                arguments[name] = await dependency(**{argument: request})
+            matched = request.path_params
+            for name in path_params:
+                arguments[name] = matched[name]
+            if request_param is not None:
+                arguments[request_param] = request
+            response: Response = await endpoint(**arguments)
+            return response
+
+        return handler

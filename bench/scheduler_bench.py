@@ -51,6 +51,7 @@ from scheduler.deciding.errors import NoValidHostError
 from scheduler.placement.client import SchedulerPlacement
 from scheduler.placement.query import candidates_query
 from scheduler.request.spec import ScheduleRequest, resource_request
+from scheduler.serving.collector import tune_collector
 from scheduler.serving.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
 
@@ -168,6 +169,7 @@ async def _run(server: infra.Server, config: _Config, engine: AsyncEngine, seed:
     settings = SchedulerSettings(
         api_url=server.url, host_cache_source=config.cache, **config.settings
     )
+    tune_collector(settings)  # this process is the scheduler, as `serve` tunes it
     clients = [
         SchedulerPlacement(PlacementClient.with_token(server.url, "admin"))
         for _ in range(1 if config.shared else k)

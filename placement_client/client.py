@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Self
 
 import httpx
+import orjson
 from keystoneauth1 import adapter, session
 
 from placement_client.auth import AuthOptions, from_static_token, load_adapter
@@ -137,11 +138,16 @@ class PlacementClient:
         if microversion is not None:
             version = min(version, microversion)
         headers = {"openstack-api-version": version.header}
+        body = None
+        if json is not None:
+            # orjson: a scheduler's claim batch of 50 costs stdlib json about 0.7 ms.
+            body = orjson.dumps(json, option=orjson.OPT_NON_STR_KEYS)
+            headers["content-type"] = "application/json"
         send = (method, endpoint + path, path)
-        response = await self._send(*send, headers=headers, params=params, json=json)
+        response = await self._send(*send, headers=headers, params=params, content=body)
         refused = response.request.headers.get("x-auth-token")
         if response.status_code == 401 and await self._credentials.renew(refused):
-            response = await self._send(*send, headers=headers, params=params, json=json)
+            response = await self._send(*send, headers=headers, params=params, content=body)
         if response.is_error:
             raise error_from(response)
         return response
@@ -229,7 +235,8 @@ class PlacementClient:
 def _json(response: httpx.Response) -> Any:
     if response.status_code == 204 or not response.content:
         return None
-    return response.json()
+    # orjson: a scheduler decodes a change feed answer for every batch of writes.
+    return orjson.loads(response.content)
 
 
 def _tls(ks_session: session.Session) -> ssl.SSLContext | bool:

@@ -108,6 +108,7 @@ def serve(
     which override the YAML settings file."""
     import uvicorn
 
+    from scheduler.serving.collector import tune_collector
     from scheduler.serving.service import create_app
 
     given: dict[str, Any] = {
@@ -132,6 +133,7 @@ def serve(
     except SETUP_ERRORS as error:
         errors.print(f"[red]cannot set up Placement credentials:[/red] {escape(str(error))}")
         raise typer.Exit(1) from error
+    tune_collector(settings)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level)
 
 

@@ -6,6 +6,7 @@ engine reads candidates and writes claims.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scheduler.deciding import feasible
@@ -55,7 +56,7 @@ class Chooser:
         self._next_start = rng.randrange(1 << 30)
 
     def rank(
-        self, hosts: list[HostState], context: SchedulingContext, report: InstanceExplanation
+        self, hosts: Sequence[HostState], context: SchedulingContext, report: InstanceExplanation
     ) -> list[WeighedHost]:
         """The hosts with room that every filter passes, best first; the report says why.
         Only the first ``feasible_hosts_to_score`` hosts found feasible are weighed."""
@@ -105,7 +106,7 @@ class Chooser:
     def reserve_best(
         self,
         consumer: str,
-        hosts: list[HostState],
+        hosts: Sequence[HostState],
         context: SchedulingContext,
         report: InstanceExplanation,
     ) -> Choice:

@@ -182,9 +182,7 @@ class Scheduler:
         if not view.hosts and view.read <= reads_before:
             view = await self._view(query, read_after=reads_before)  # nothing cached: ask again
         forced = ", ".join(spec.hints.force_hosts + spec.hints.force_nodes)
-        run = RequestRun(
-            query, request, started, reads_before, view, list(view.hosts), cycle, forced
-        )
+        run = RequestRun(query, request, started, reads_before, view, view.hosts, cycle, forced)
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, cycle)
         return run
@@ -271,7 +269,7 @@ class Scheduler:
                 raise
         # Refused on a cached answer: read the candidates again and try once more.
         run.view = await self._view(run.query, read_after=run.reads_before)
-        run.hosts = list(run.view.hosts)
+        run.hosts = run.view.hosts
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, run.cycle)
         context.host_names.maps.append(run.view.names)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 Stage = Literal["request", "placement", "capacity", "filter", "weigher", "claim"]
 
@@ -46,6 +46,9 @@ class FilterReport(BaseModel):
 
 
 class WeightTerm(BaseModel):
+    # Frozen: the term of a weigher that does not apply is one object, shared.
+    model_config = ConfigDict(frozen=True)
+
     weigher: str
     raw: float
     normalised: float

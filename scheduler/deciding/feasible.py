@@ -50,11 +50,11 @@ def search(
     """The feasible hosts among ``hosts``, examined from ``start`` (wrapping round),
     stopping once at least ``wanted`` are found (0: never). Hosts in ``first`` are
     examined before the others."""
-    order = _order(hosts, start, first)
+    order = _Order(hosts, start, first)
     found = Search()
-    while found.examined < len(order) and (not wanted or len(found.feasible) < wanted):
-        size = len(order) if not wanted else max(wanted - len(found.feasible), MIN_CHUNK)
-        chunk = order[found.examined : found.examined + size]
+    while found.examined < len(hosts) and (not wanted or len(found.feasible) < wanted):
+        size = len(hosts) if not wanted else max(wanted - len(found.feasible), MIN_CHUNK)
+        chunk = order.slice(found.examined, size)
         found.examined += len(chunk)
         fitting = _with_room(chunk, found, max_rejections)
         passed, reports = pipeline.run_filters(fitting, context)
@@ -63,12 +63,28 @@ def search(
     return found
 
 
-def _order(hosts: Sequence[HostState], start: int, first: frozenset[str]) -> list[HostState]:
-    start %= max(1, len(hosts))
-    rotated = [*hosts[start:], *hosts[:start]]
-    if not first:
-        return rotated
-    return [h for h in rotated if h.uuid in first] + [h for h in rotated if h.uuid not in first]
+class _Order:
+    """The hosts rotated to begin at ``start``, ``first`` in front; a chunk is taken
+    without copying the whole list, as a decision usually examines a small part."""
+
+    def __init__(self, hosts: Sequence[HostState], start: int, first: frozenset[str]) -> None:
+        self._start = start % max(1, len(hosts))
+        self._hosts = hosts
+        if first:
+            rotated = [*hosts[self._start :], *hosts[: self._start]]
+            self._hosts = [h for h in rotated if h.uuid in first]
+            self._hosts += [h for h in rotated if h.uuid not in first]
+            self._start = 0
+
+    def slice(self, offset: int, size: int) -> list[HostState]:
+        hosts, count = self._hosts, len(self._hosts)
+        begin = self._start + min(offset, count)
+        end = self._start + min(offset + size, count)
+        if end <= count:
+            return list(hosts[begin:end])
+        if begin >= count:
+            return list(hosts[begin - count : end - count])
+        return [*hosts[begin:], *hosts[: end - count]]
 
 
 def _with_room(chunk: list[HostState], found: Search, max_rejections: int) -> list[HostState]:

@@ -38,26 +38,16 @@ class UnknownPluginError(ValueError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
-    weigher: str
-    raw: float
-    normalised: float
-    multiplier: float
-
-    @property
-    def weighted(self) -> float:
-        return self.normalised * self.multiplier
-
-
 @dataclass(frozen=True)
 class _Scores:
-    """Every weigher's raw and normalised values, one column per weigher."""
+    """Every weigher's raw and normalised values, one column per weigher; the term of
+    a weigher that does not apply is the same for every host (None: it applies)."""
 
     names: tuple[str, ...]
     multipliers: tuple[float, ...]
     raw: tuple[list[float], ...]
     normalised: tuple[list[float], ...]
+    constant: tuple[WeightTerm | None, ...]
 
 
 @dataclass(slots=True)
@@ -66,35 +56,34 @@ class WeighedHost:
     total: float
     scores: _Scores
     index: int
-
-    @property
-    def terms(self) -> tuple[Term, ...]:
-        """Built on demand: only the reported hosts need them."""
-        i = self.index
-        scores = self.scores
-        return tuple(
-            Term(name, raw[i], normalised[i], multiplier)
-            for name, multiplier, raw, normalised in zip(
-                scores.names, scores.multipliers, scores.raw, scores.normalised, strict=True
-            )
-        )
+    _report: HostWeights | None = None
 
     def report(self) -> HostWeights:
-        return HostWeights(
-            host=self.host.name,
-            uuid=self.host.uuid,
-            total=round(self.total, 6),
-            terms=[
-                WeightTerm(
-                    weigher=t.weigher,
-                    raw=t.raw,
-                    normalised=round(t.normalised, 6),
-                    multiplier=t.multiplier,
-                    weighted=round(t.weighted, 6),
+        """Built on demand (only the reported hosts need it), once."""
+        if self._report is None:
+            i, scores = self.index, self.scores
+            terms = [
+                constant
+                or WeightTerm(
+                    weigher=name,
+                    raw=raw[i],
+                    normalised=round(normalised[i], 6),
+                    multiplier=multiplier,
+                    weighted=round(normalised[i] * multiplier, 6),
                 )
-                for t in self.terms
-            ],
-        )
+                for name, multiplier, raw, normalised, constant in zip(
+                    scores.names,
+                    scores.multipliers,
+                    scores.raw,
+                    scores.normalised,
+                    scores.constant,
+                    strict=True,
+                )
+            ]
+            self._report = HostWeights(
+                host=self.host.name, uuid=self.host.uuid, total=round(self.total, 6), terms=terms
+            )
+        return self._report
 
 
 @dataclass(frozen=True)
@@ -119,6 +108,8 @@ class Pipeline:
     ) -> None:
         self.filters = list(filters)
         self.weighers = [w for w in weighers if w.multiplier != 0]
+        # The term of a weigher that does not apply to a request, shared by every host.
+        self._zero_terms = tuple(_zero(w) for w in self.weighers)
         self.max_rejections = max_rejections
 
     @classmethod
@@ -184,8 +175,7 @@ class Pipeline:
         rejected: list[RejectedHost] = []
         noted: list[HostNote] = []
         rejections = 0
-        for host in hosts:
-            verdict = host_filter.verdict(host, context)
+        for host, verdict in zip(hosts, host_filter.verdicts(hosts, context), strict=True):
             if verdict.passed:
                 passed.append(host)
                 if verdict.reason and len(noted) < self.max_rejections:
@@ -211,28 +201,46 @@ class Pipeline:
         when given."""
         if not hosts:
             return []
+        zeros = [0.0] * len(hosts)
+        applying = [w.plugin.applies(context) for w in self.weighers]
         raw = tuple(
-            w.plugin.raw_weights(hosts, context)
-            if w.plugin.applies(context)
-            else [0.0] * len(hosts)
-            for w in self.weighers
+            w.plugin.raw_weights(hosts, context) if applies else zeros
+            for w, applies in zip(self.weighers, applying, strict=True)
         )
         scores = _Scores(
             names=tuple(w.plugin.name for w in self.weighers),
             multipliers=tuple(w.multiplier for w in self.weighers),
             raw=raw,
             normalised=tuple(normalise(column) for column in raw),
+            constant=tuple(
+                None if applies else zero
+                for zero, applies in zip(self._zero_terms, applying, strict=True)
+            ),
         )
-        totals = [0.0] * len(hosts)
-        for multiplier, column in zip(scores.multipliers, scores.normalised, strict=True):
-            for index, value in enumerate(column):
-                totals[index] += value * multiplier
+        totals = zeros
+        for multiplier, column, applies in zip(
+            scores.multipliers, scores.normalised, applying, strict=True
+        ):
+            if applies:  # a weigher that does not apply adds 0 to every host
+                totals = [
+                    total + value * multiplier for total, value in zip(totals, column, strict=True)
+                ]
         order = range(len(hosts))
         if best is None:
             ranked = sorted(order, key=totals.__getitem__, reverse=True)
         else:  # heapq.nlargest is stable like sorted: ties keep Placement's order
             ranked = heapq.nlargest(best, order, key=totals.__getitem__)
         return [WeighedHost(hosts[index], totals[index], scores, index) for index in ranked]
+
+
+def _zero(weigher: EnabledWeigher) -> WeightTerm:
+    return WeightTerm(
+        weigher=weigher.plugin.name,
+        raw=0.0,
+        normalised=0.0,
+        multiplier=weigher.multiplier,
+        weighted=round(0.0 * weigher.multiplier, 6),
+    )
 
 
 def _check_known(kind: str, names: Sequence[str], known: Mapping[str, object]) -> None:

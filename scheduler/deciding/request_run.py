@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scheduler.deciding.cycle import Cycle
@@ -21,7 +22,7 @@ class RequestRun:
     started: float
     reads_before: int  # the cache's reads started before the request began
     view: CandidateView
-    hosts: list[HostState]
+    hosts: Sequence[HostState]
     cycle: Cycle
     forced: str = ""
     lost: set[str] = field(default_factory=set)

@@ -62,9 +62,10 @@ class HeartbeatSnapshot:
             return None
         return self.server_now + timedelta(seconds=self.clock() - self.read_at)
 
-    def down_since(self, host: str) -> datetime | None:
-        """When the host was last heard of, if it is down now; None when up or unknown."""
-        beat, now = self.by_host.get(host), self.now()
+    def down_since(self, host: str, at: datetime | None = None) -> datetime | None:
+        """When the host was last heard of, if it is down now (or ``at``, a moment
+        ``now`` gave); None when up or unknown."""
+        beat, now = self.by_host.get(host), at or self.now()
         if beat is None or now is None or now <= beat.down_after:
             return None
         return beat.last_seen

@@ -72,9 +72,9 @@ FILTERING = ("required", "member_of", "in_tree")
 
 @dataclass(frozen=True)
 class CandidateView:
-    """What one decision starts from: its own list of the cached host states."""
+    """What one decision starts from: the cached host states (shared: read only)."""
 
-    hosts: list[HostState]
+    hosts: Sequence[HostState]
     allocation_requests: int
     hosts_found: int
     read: int  # the number of the read, see ``HostCache.reads_started``
@@ -84,7 +84,7 @@ class CandidateView:
 
 @dataclass
 class _Entry:
-    hosts: list[HostState]
+    hosts: tuple[HostState, ...]  # never changed: every decision's view shares it
     allocation_requests: int
     read: int
     fetched_at: float
@@ -245,7 +245,7 @@ class HostCache:
         self._book.refresh(response.provider_summaries, index)
         hosts = build_hosts(response, metadata, self._book, by_host=by_host)
         entry = _Entry(
-            hosts=hosts,
+            hosts=tuple(hosts),
             allocation_requests=len(response.allocation_requests),
             read=read,
             fetched_at=started,
@@ -289,12 +289,12 @@ class HostCache:
         self._lost = {host: reads for host, reads in self._lost.items() if reads >= oldest}
 
     def _view_of(self, entry: _Entry) -> CandidateView:
-        hosts = entry.hosts
+        hosts: Sequence[HostState] = entry.hosts
         if self._lost:
             # Refused during or after this read: the answer may predate the refusal.
             hosts = [h for h in hosts if self._lost.get(h.uuid, 0) < entry.read]
         return CandidateView(
-            hosts=list(hosts),
+            hosts=hosts,
             allocation_requests=entry.allocation_requests,
             hosts_found=len(entry.hosts),
             read=entry.read,

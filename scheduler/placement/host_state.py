@@ -31,7 +31,8 @@ from scheduler.placement.client import AllocationRequest, CandidatesResponse, Pr
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 # An allocation request flattened: (provider, resource class, amount) for each amount.
 Needs = tuple[tuple[str, str, int], ...]
-
+# The same with each provider's usage of the class in place of its name.
+Slots = tuple[tuple["Usage", int], ...]
 
 _NONE: Mapping[str, Usage] = {}
 
@@ -62,24 +63,17 @@ class UsageBook:
             rp: {rc: Usage(r.capacity, r.used) for rc, r in summary.resources.items()}
             for rp, summary in summaries.items()
         }
+        # Counts the usages added. None is ever removed or replaced, so a host may keep
+        # references to its usages until this changes (see ``HostState``).
+        self.added = 0
 
     def usage(self, provider: str, resource_class: str) -> Usage | None:
         return self._usage.get(provider, {}).get(resource_class)
 
-    # fits() and free() run for every host of every decision: kept tight.
-    def fits(self, needs: Needs) -> bool:
-        book = self._usage
-        for rp, rc, amount in needs:
-            usage = book.get(rp, _NONE).get(rc)
-            if usage is None or usage.capacity - usage.used < amount:
-                return False
-        return True
-
     def free(self, providers: tuple[str, ...], resource_class: str) -> int:
         free = 0
-        book = self._usage
         for rp in providers:
-            usage = book.get(rp, _NONE).get(resource_class)
+            usage = self._usage.get(rp, _NONE).get(resource_class)
             if usage is not None:
                 free += usage.capacity - usage.used
         return free
@@ -107,6 +101,7 @@ class UsageBook:
             usage = book.get(rc)
             if usage is None:
                 book[rc] = Usage(capacity, used, index=index)
+                self.added += 1
             else:
                 usage.take(capacity, used, index)
 
@@ -128,7 +123,10 @@ class UsageBook:
         for rc in book.keys() - capacity.keys():
             book[rc].take(0, book[rc].used - book[rc].held, index)
         for rc, amount in capacity.items():
-            usage = book.setdefault(rc, Usage(amount, 0, index=index))
+            usage = book.get(rc)
+            if usage is None:
+                usage = book[rc] = Usage(amount, 0, index=index)
+                self.added += 1
             usage.take(amount, usage.used - usage.held, index)
 
     def forget_indexes(self) -> None:
@@ -140,8 +138,12 @@ class UsageBook:
     def consume(self, request: AllocationRequest) -> list[tuple[Usage, int]]:
         taken = []
         for rp, allocation in request.allocations.items():
+            book = self._usage.setdefault(rp, {})
             for rc, amount in allocation.resources.items():
-                usage = self._usage.setdefault(rp, {}).setdefault(rc, Usage(0, 0))
+                usage = book.get(rc)
+                if usage is None:
+                    usage = book[rc] = Usage(0, 0)
+                    self.added += 1
                 usage.used += amount
                 usage.held += amount
                 taken.append((usage, amount))
@@ -198,21 +200,36 @@ class HostState:
     availability_zone: str = "nova"
     aggregate_metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
     num_instances: int | None = None
-    _needs: list[tuple[AllocationRequest, Needs]] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._needs = [(request, needs_of(request)) for request in self.requests]
+    # Every decision checks the room of the hosts it examines: the usages each request
+    # draws on are looked up in the book once, again only after it added usages.
+    _slots: list[tuple[AllocationRequest, Slots]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
+    _looked_up: int = field(default=-1, init=False, repr=False, compare=False)
 
     def free(self, resource_class: str) -> int:
         """Capacity under the allocation ratio minus usage, summed over the tree."""
         return self.book.free(self.tree, resource_class)
 
     def fitting_request(self) -> AllocationRequest | None:
-        fits = self.book.fits
-        for request, needs in self._needs:
-            if fits(needs):
+        if self._looked_up != self.book.added:
+            self._look_up()
+        for request, slots in self._slots:
+            for usage, amount in slots:
+                if usage.capacity - usage.used < amount:
+                    break
+            else:
                 return request
         return None
+
+    def _look_up(self) -> None:
+        """The usages each request draws on; a request short of one cannot fit."""
+        self._slots = []
+        for request in self.requests:
+            slots = [(self.book.usage(rp, rc), amount) for rp, rc, amount in needs_of(request)]
+            if all(usage is not None for usage, _ in slots):
+                self._slots.append((request, tuple((u, a) for u, a in slots if u is not None)))
+        self._looked_up = self.book.added
 
     def shortfall(self) -> str:
         reasons = (self.book.shortfall(r) for r in self.requests)

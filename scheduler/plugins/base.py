@@ -61,6 +61,10 @@ class HostFilter(Plugin, ABC):
     @abstractmethod
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict: ...
 
+    def verdicts(self, hosts: Sequence[HostState], context: SchedulingContext) -> list[Verdict]:
+        """``verdict`` of every host; a filter may judge them in one pass."""
+        return [self.verdict(host, context) for host in hosts]
+
 
 class HostWeigher(Plugin, ABC):
     # Resource weighers flip sign when the strategy is "pack".

@@ -101,7 +101,7 @@ def test_pack_flips_the_resource_weighers() -> None:
     hosts = hosts_for(sized_nodes(), REQUEST)
     weighed = pipeline(enabled_weighers=["ram"], strategy="pack").weigh(hosts, SchedulingContext())
     assert [w.host.name for w in weighed] == ["small", "medium", "large"]
-    assert weighed[-1].terms[0].multiplier == -1.0
+    assert weighed[-1].report().terms[0].multiplier == -1.0
 
 
 def test_multipliers_scale_each_weigher_and_zero_disables_it() -> None:

@@ -7,6 +7,7 @@ from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
 
 DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
+DISABLED = reject(f"compute disabled: host has trait {DISABLED_TRAIT}")
 
 
 class ComputeEnabledFilter(HostFilter):
@@ -14,6 +15,4 @@ class ComputeEnabledFilter(HostFilter):
     description = f"Removes hosts whose root provider has the {DISABLED_TRAIT} trait."
 
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
-        if DISABLED_TRAIT in host.traits:
-            return reject(f"compute disabled: host has trait {DISABLED_TRAIT}")
-        return PASS
+        return DISABLED if DISABLED_TRAIT in host.traits else PASS

@@ -4,14 +4,20 @@ liveness is unknown, and the explanation says so."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle
+from scheduler.placement.heartbeats import HeartbeatSnapshot
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, pass_noting, reject
 from scheduler.plugins.heartbeats import HEARTBEATS, read_heartbeats, rfc3339
 
 NO_HEARTBEAT = "liveness unknown: no heartbeat from this host"
 NO_HEARTBEATS_API = "liveness unknown: Placement offers no GET /heartbeats"
+UNKNOWN = pass_noting(NO_HEARTBEAT)
+UNSUPPORTED = pass_noting(NO_HEARTBEATS_API)
 
 
 class LivenessFilter(HostFilter):
@@ -25,12 +31,22 @@ class LivenessFilter(HostFilter):
         return HEARTBEATS in context.state
 
     def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+        return self.verdicts([host], context)[0]
+
+    def verdicts(self, hosts: Sequence[HostState], context: SchedulingContext) -> list[Verdict]:
         heartbeats = context.state.read(HEARTBEATS)
         if not heartbeats.supported:
-            return pass_noting(NO_HEARTBEATS_API)
-        if host.uuid not in heartbeats.by_host:
-            return pass_noting(NO_HEARTBEAT)
-        down_since = heartbeats.down_since(host.uuid)
-        if down_since is not None:
-            return reject(f"agent down since {rfc3339(down_since)}")
-        return PASS
+            return [UNSUPPORTED] * len(hosts)
+        if not heartbeats.by_host:
+            return [UNKNOWN] * len(hosts)
+        now = heartbeats.now()  # once: every host is judged at the same moment
+        return [_verdict(heartbeats, host.uuid, now) for host in hosts]
+
+
+def _verdict(heartbeats: HeartbeatSnapshot, host: str, now: datetime | None) -> Verdict:
+    if host not in heartbeats.by_host:
+        return UNKNOWN
+    down_since = heartbeats.down_since(host, now)
+    if down_since is not None:
+        return reject(f"agent down since {rfc3339(down_since)}")
+    return PASS

@@ -16,7 +16,7 @@ with each host's tree summed, then per set of hosts over its positions.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from placement_api.domain.capacity_report.layout import ClassLayout, Layout
@@ -37,6 +37,8 @@ _FIELDS = 8
 ROWS, SUM_TOTAL, SUM_RESERVED, SUM_CAPACITY, SUM_USED, WEIGHT, FALLBACK, OVERCOMMITTED = range(
     _FIELDS
 )
+# Per class name, its figures summed.
+Sums = dict[str, list[Any]]
 _MERGE: tuple[Callable[[Any, Any], Any], ...] = (*(operator.add,) * 6, max, operator.add)
 
 
@@ -105,7 +107,7 @@ class CloudFigures:
         self._classes: list[tuple[str, list[list[Any]]]] = sorted(
             (names[class_id], _per_host(found)) for class_id, found in layout.classes.items()
         )
-        self._sharing: dict[int, dict[str, list[Any]]] = {}
+        self._sharing: dict[int, Sums] = {}
         for class_id, found in layout.classes.items():
             for row in found.sharing:
                 figures = [values[0] for values in _column_figures([row])]
@@ -139,19 +141,18 @@ class CloudFigures:
             for per_host in zip(*views, strict=True)
         ]
 
-    def sums(self, positions: Sequence[int] | None = None) -> dict[str, list[Any]]:
+    def sums(self, positions: Sequence[int] | None = None) -> Sums:
         """Per class the hosts have rows of, its figures summed over these
         host positions (None: every host)."""
-        found: dict[str, list[Any]] = {}
+        found: Sums = {}
+        pick = operator.itemgetter(*positions) if positions and len(positions) > 1 else None
         for name, figures in self._classes:
             if positions is None:
                 picked: Sequence[Sequence[Any]] = figures
+            elif pick is not None:
+                picked = [pick(values) for values in figures]
             else:
-                pick = operator.itemgetter(*positions) if positions else None
-                picked = [
-                    (pick(values) if len(positions) > 1 else [pick(values)]) if pick else []
-                    for values in figures
-                ]
+                picked = [[values[p] for p in positions] for values in figures]
             if not sum(picked[ROWS]):
                 continue
             found[name] = [
@@ -164,14 +165,22 @@ class CloudFigures:
         figures = self._sharing.get(provider, {})
         return {name: host_view(figures[name]) for name in sorted(figures)}
 
-    def with_sharing(self, hosts: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        """The hosts' sums with every sharing provider's figures added."""
-        found = {name: list(sums) for name, sums in hosts.items()}
-        for per_class in self._sharing.values():
-            for name, figures in per_class.items():
-                sums = found.get(name)
-                if sums is None:
-                    found[name] = list(figures)
-                else:
-                    found[name] = [m(a, b) for m, a, b in zip(_MERGE, sums, figures, strict=True)]
-        return found
+    def sharing_sums(self) -> list[Sums]:
+        return list(self._sharing.values())
+
+
+def merged(parts: Iterable[Sums]) -> Sums:
+    """Per class, the parts' figures summed."""
+    found: Sums = {}
+    for part in parts:
+        for name, figures in part.items():
+            sums = found.get(name)
+            if sums is None:
+                found[name] = list(figures)
+            else:
+                found[name] = [m(a, b) for m, a, b in zip(_MERGE, sums, figures, strict=True)]
+    return found
+
+
+def summaries(sums: Sums) -> dict[str, dict[str, Any]]:
+    return {name: summary_view(sums[name]) for name in sorted(sums)}

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.counting import COUNTING, FlavorCounter
-from placement_api.domain.capacity_report.figures import CloudFigures, summary_view
+from placement_api.domain.capacity_report.figures import CloudFigures, Sums, merged, summaries
 from placement_api.domain.capacity_report.flavor import Flavor, ResolvedFlavor, resolve_flavors
 from placement_api.domain.capacity_report.layout import Layout
 from placement_api.domain.capacity_report.snapshot import Snapshot, read_snapshot
@@ -34,8 +34,17 @@ class _Group:
     closed: bool
 
 
-def _summaries(sums: dict[str, list[Any]]) -> dict[str, dict[str, Any]]:
-    return {name: summary_view(sums[name]) for name in sorted(sums)}
+@dataclass
+class _Members:
+    """Hosts whose roots are in the same aggregates: they are in the same
+    aggregates' and zones' breakdowns, so their sums are taken once."""
+
+    positions: list[int]
+    aggregates: list[str]
+    zones: list[str]
+    sums: Sums
+    # Per signature (see Layout), how many of these hosts have it.
+    signatures: Counter[int]
 
 
 class ReportBuilder:
@@ -46,37 +55,50 @@ class ReportBuilder:
     def __init__(self, snapshot: Snapshot, zones: ZoneMap, by: Collection[str]) -> None:
         layout = self.layout = Layout(snapshot)
         figures = CloudFigures(layout)
-        self.resource_classes = _summaries(figures.with_sharing(figures.sums()))
         uuids = snapshot.aggregate_uuids
-        by_aggregate: dict[str, list[int]] = {}
-        by_zone: dict[str, list[int]] = {}
+        none: frozenset[int] = frozenset()
+        keys = [snapshot.aggregates_of.get(root, none) for root in layout.hosts]
+        positions: dict[frozenset[int], list[int]] = {}
+        for position, key in enumerate(keys):  # in name order
+            same = positions.get(key)
+            if same is None:
+                positions[key] = [position]
+            else:
+                same.append(position)
+        members: dict[frozenset[int], _Members] = {}
+        for key, hosts in positions.items():
+            aggregates = sorted(uuids[a] for a in key)
+            members[key] = _Members(
+                hosts,
+                aggregates,
+                zones.zones_of(aggregates),
+                figures.sums(hosts),
+                Counter(layout.signature_of[p] for p in hosts),
+            )
         # Hosts in the same aggregates share their lists (never changed).
-        placed_in: dict[frozenset[int], tuple[list[str], list[str]]] = {}
-        self._tails: list[tuple[list[str], list[str]]] = []
-        for position, root in enumerate(layout.hosts):  # in name order
-            memberships = snapshot.aggregates_of.get(root, frozenset())
-            tail = placed_in.get(memberships)
-            if tail is None:
-                aggregates = sorted(uuids[a] for a in memberships)
-                tail = placed_in[memberships] = (aggregates, zones.zones_of(aggregates))
-            for aggregate in tail[0]:
-                by_aggregate.setdefault(aggregate, []).append(position)
-            for zone in tail[1]:
-                by_zone.setdefault(zone, []).append(position)
-            self._tails.append(tail)
+        self._tails = [members[key] for key in keys]
         self._views = figures.host_views() if HOST in by else []
-        infos = {uuid: zones.info(uuid) for uuid in by_aggregate}
+        self.resource_classes = summaries(
+            merged([*(m.sums for m in members.values()), *figures.sharing_sums()])
+        )
+        in_aggregate: dict[str, list[_Members]] = {}
+        in_zone: dict[str, list[_Members]] = {}
+        for part in members.values():
+            for aggregate in part.aggregates:
+                in_aggregate.setdefault(aggregate, []).append(part)
+            for zone in part.zones:
+                in_zone.setdefault(zone, []).append(part)
+        infos = {uuid: zones.info(uuid) for uuid in in_aggregate}
         self.aggregates = [
             self._make_group(
                 {"uuid": uuid, "name": info.name, "availability_zone": info.availability_zone},
-                by_aggregate[uuid],
-                figures,
+                in_aggregate[uuid],
             )
             for uuid, info in sorted(
                 infos.items(), key=lambda item: (item[1].name is None, item[1].name or "", item[0])
             )
         ]
-        self.zones = [self._make_group({"name": z}, by_zone[z], figures) for z in sorted(by_zone)]
+        self.zones = [self._make_group({"name": z}, in_zone[z]) for z in sorted(in_zone)]
         self.sharing = [
             {
                 "uuid": snapshot.named[p][0],
@@ -87,18 +109,18 @@ class ReportBuilder:
             for p in sorted(snapshot.sharing, key=lambda p: snapshot.named[p][1])
         ]
 
-    def _make_group(
-        self, head: dict[str, Any], positions: list[int], figures: CloudFigures
-    ) -> _Group:
+    def _make_group(self, head: dict[str, Any], parts: list[_Members]) -> _Group:
         layout = self.layout
-        every = len(positions) == len(layout.hosts)
-        signatures = Counter(layout.signature_of[p] for p in positions)
+        positions = parts[0].positions
+        if len(parts) > 1:
+            positions = sorted(p for part in parts for p in part.positions)
         reached: Counter[int] = Counter()
-        for signature, hosts in signatures.items():
-            for shared in layout.signatures[signature]:
-                reached[shared] += hosts
+        for part in parts:
+            for signature, hosts in part.signatures.items():
+                for shared in layout.signatures[signature]:
+                    reached[shared] += hosts
         closed = all(layout.served_count[s] == n for s, n in reached.items())
-        resources = _summaries(figures.sums(None if every else positions))
+        resources = summaries(merged(part.sums for part in parts))
         return _Group(head, positions, resources, closed)
 
     def report(
@@ -126,19 +148,25 @@ class ReportBuilder:
         rows = zip(heads, self._tails, self._views, strict=True)
         if counter is None:
             return [
-                {"uuid": u, "name": n, "aggregates": a, "availability_zones": z, "resources": r}
-                for (u, n), (a, z), r in rows
+                {
+                    "uuid": u,
+                    "name": n,
+                    "aggregates": m.aggregates,
+                    "availability_zones": m.zones,
+                    "resources": r,
+                }
+                for (u, n), m, r in rows
             ]
         return [
             {
                 "uuid": u,
                 "name": n,
                 "fits": fits,
-                "aggregates": a,
-                "availability_zones": z,
+                "aggregates": m.aggregates,
+                "availability_zones": m.zones,
                 "resources": r,
             }
-            for ((u, n), (a, z), r), fits in zip(rows, counter.alone, strict=True)
+            for ((u, n), m, r), fits in zip(rows, counter.alone, strict=True)
         ]
 
     @staticmethod

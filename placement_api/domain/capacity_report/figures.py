@@ -48,10 +48,11 @@ _NO_ROW: InventoryRow = (0, 0, 0, 0, 0, 0, 0, 0.0, 0, 0)
 
 def _column_figures(rows: Sequence[InventoryRow | None]) -> list[list[Any]]:
     """Per figure, each position's row."""
-    filled = [r if r is not None else _NO_ROW for r in rows]
+    complete = None not in rows
+    filled = rows if complete else [r if r is not None else _NO_ROW for r in rows]
     physical = [r[TOTAL] - r[RESERVED] for r in filled]
     return [
-        [0 if r is None else 1 for r in rows],
+        [1] * len(rows) if complete else [0 if r is None else 1 for r in rows],
         [r[TOTAL] for r in filled],
         [r[RESERVED] for r in filled],
         [r[CAPACITY] for r in filled],
@@ -136,6 +137,10 @@ class CloudFigures:
             return [{} for _ in range(self._hosts)]
         if len(views) == 1:
             return [{names[0]: view} if view is not None else {} for view in views[0]]
+        if not any(None in per_class for per_class in views):  # every host has every class
+            return [
+                dict(zip(names, per_host, strict=True)) for per_host in zip(*views, strict=True)
+            ]
         return [
             {name: view for name, view in zip(names, per_host, strict=True) if view is not None}
             for per_host in zip(*views, strict=True)

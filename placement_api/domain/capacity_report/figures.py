@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from placement_api.domain.capacity_report.layout import ClassLayout, Layout
 from placement_api.domain.capacity_report.snapshot import (
@@ -49,7 +49,11 @@ _NO_ROW: InventoryRow = (0, 0, 0, 0, 0, 0, 0, 0.0, 0, 0)
 def _column_figures(rows: Sequence[InventoryRow | None]) -> list[list[Any]]:
     """Per figure, each position's row."""
     complete = None not in rows
-    filled = rows if complete else [r if r is not None else _NO_ROW for r in rows]
+    filled = (
+        cast("Sequence[InventoryRow]", rows)
+        if complete
+        else [r if r is not None else _NO_ROW for r in rows]
+    )
     physical = [r[TOTAL] - r[RESERVED] for r in filled]
     return [
         [1] * len(rows) if complete else [0 if r is None else 1 for r in rows],

@@ -69,16 +69,20 @@ def _grouped(rows: Iterable[Sequence[int]]) -> dict[int, frozenset[int]]:
 async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) -> Snapshot:
     """Every provider with its inventory and aggregates; traits only those of ``trait_ids``."""
     dialect = session.get_bind().dialect.name
-    shared = ResourceProvider.id.in_(sharing_ids())
-    shown = (root_id() == ResourceProvider.id) | shared
+    is_root = root_id() == ResourceProvider.id
     provider_rows = await fetch_all(
         session,
         select(
             ResourceProvider.id,
             root_id(),
-            shared,
-            case((shown, ResourceProvider.uuid)),
-            case((shown, ResourceProvider.name)),
+            case((is_root, ResourceProvider.uuid)),
+            case((is_root, ResourceProvider.name)),
+        ),
+    )
+    sharing_rows = await fetch_all(
+        session,
+        select(ResourceProvider.id, ResourceProvider.uuid, ResourceProvider.name).where(
+            ResourceProvider.id.in_(sharing_ids())
         ),
     )
     inventory_rows = await fetch_all(
@@ -110,11 +114,14 @@ async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) ->
         trait_rows = await fetch_all(session, statement, {"trait_ids": wanted})
     return Snapshot(
         roots={row[0]: row[1] for row in provider_rows},
-        named={row[0]: (row[3], row[4]) for row in provider_rows if row[3] is not None},
+        named={
+            **{row[0]: (row[2], row[3]) for row in provider_rows if row[2] is not None},
+            **{row[0]: (row[1], row[2]) for row in sharing_rows},
+        },
         rows=inventory_rows,
         class_names={ident: name for ident, name in class_rows},
         aggregates_of=_grouped(member_rows),
         aggregate_uuids={ident: uuid for ident, uuid in aggregate_rows},
         traits_of=_grouped(trait_rows),
-        sharing=frozenset(row[0] for row in provider_rows if row[2]),
+        sharing=frozenset(row[0] for row in sharing_rows),
     )

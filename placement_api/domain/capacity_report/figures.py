@@ -154,14 +154,21 @@ class CloudFigures:
         """Per class the hosts have rows of, its figures summed over these
         host positions (None: every host)."""
         found: Sums = {}
-        pick = operator.itemgetter(*positions) if positions and len(positions) > 1 else None
+        if positions is not None and len(positions) == 1:
+            # A host alone (as in an aggregate per host): its own figures.
+            (only,) = positions
+            for name, figures in self._classes:
+                if figures[ROWS][only]:
+                    found[name] = [values[only] for values in figures]
+            return found
+        pick = operator.itemgetter(*positions) if positions else None
         for name, figures in self._classes:
             if positions is None:
                 picked: Sequence[Sequence[Any]] = figures
             elif pick is not None:
                 picked = [pick(values) for values in figures]
             else:
-                picked = [[values[p] for p in positions] for values in figures]
+                picked = [[] for _ in figures]
             if not sum(picked[ROWS]):
                 continue
             found[name] = [

@@ -53,6 +53,8 @@ class Cloud:
 def _cloud(rng: random.Random) -> Cloud:
     cloud = Cloud()
     ids = iter(rng.sample(range(1, 10_000), 200))
+    # Sometimes a class few hosts have (as devices): too sparse for a column.
+    rare = rng.choice([None, 3])
 
     def provider(root: int | None) -> int:
         ident = next(ids)
@@ -64,7 +66,7 @@ def _cloud(rng: random.Random) -> Cloud:
         if held:
             cloud.traits_of[ident] = held
         for class_id in CLASSES:
-            if rng.random() < 0.6:
+            if rng.random() < (0.04 if class_id == rare else 0.6):
                 cloud.rows.append(_row(rng, ident, class_id, shared=False))
         return ident
 
@@ -238,7 +240,7 @@ def _summary(rows: list[Row]) -> dict[str, Any]:
 ZONES = ZoneMap({"agg-1": AggregateInfo("one", "az1"), "agg-2": AggregateInfo(None, "az2")})
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(80))
 def test_reports_match_the_reference(seed: int) -> None:
     rng = random.Random(seed)
     cloud = _cloud(rng)

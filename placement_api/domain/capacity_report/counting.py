@@ -185,7 +185,7 @@ def _own_slots(
     allowing = [units_allow(units, amount) for units in layout.units]
     if not any(allowing):
         return [0] * hosts
-    total: list[int] | None = None
+    total: list[int] | None = None if layout.columns else [0] * hosts
     for column in layout.columns:
         free = _usable_free(column, allowing, banned, allowed)
         if with_room is not None:
@@ -198,7 +198,7 @@ def _own_slots(
             )
         slots = [f // amount if f >= amount else 0 for f in free]
         total = slots if total is None else list(map(operator.add, total, slots))
-    assert total is not None  # every class has a first column
+    assert total is not None
     for position, row in layout.spill:
         provider, free = row[PROVIDER], row[CAPACITY] - row[USED]
         units = layout.units[(row[MIN_UNIT], row[MAX_UNIT], row[STEP_SIZE])]

@@ -67,12 +67,18 @@ def _column_figures(rows: Sequence[InventoryRow | None]) -> list[list[Any]]:
     ]
 
 
-def _per_host(layout: ClassLayout) -> list[list[Any]]:
+def _per_host(layout: ClassLayout, hosts: int) -> list[list[Any]]:
     """Per figure, each host's tree summed over its rows of the class."""
-    figures = _column_figures(layout.columns[0].rows)
-    for column in layout.columns[1:]:
+    figures: list[list[Any]] | None = None
+    for column in layout.columns:
         more = _column_figures(column.rows)
-        figures = [list(map(m, a, b)) for m, a, b in zip(_MERGE, figures, more, strict=True)]
+        figures = (
+            more
+            if figures is None
+            else [list(map(m, a, b)) for m, a, b in zip(_MERGE, figures, more, strict=True)]
+        )
+    if figures is None:
+        figures = [[values[0]] * hosts for values in _column_figures([None])]
     for position, row in layout.spill:
         for index, value in enumerate(_column_figures([row])):
             figures[index][position] = _MERGE[index](figures[index][position], value[0])
@@ -109,8 +115,11 @@ class CloudFigures:
     def __init__(self, layout: Layout) -> None:
         self._hosts = len(layout.hosts)
         names = layout.snapshot.class_names
+        # Classes only sharing providers have are no host's.
         self._classes: list[tuple[str, list[list[Any]]]] = sorted(
-            (names[class_id], _per_host(found)) for class_id, found in layout.classes.items()
+            (names[class_id], _per_host(found, self._hosts))
+            for class_id, found in layout.classes.items()
+            if found.columns or found.spill
         )
         self._sharing: dict[int, Sums] = {}
         for class_id, found in layout.classes.items():

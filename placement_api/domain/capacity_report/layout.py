@@ -32,7 +32,8 @@ from placement_api.domain.capacity_report.snapshot import (
 # host with many devices) has the rest in the class's ``spill``, so memory
 # stays one list per column and host.
 DENSE_COLUMNS = 4
-# A column past the first this sparse is cheaper as spilled rows.
+# A column this sparse (a class few hosts have, or only sharing providers)
+# is cheaper as spilled rows.
 SPARSE_SHARE = 8
 # The free capacity of an absent row: no amount (at least 1) fits it.
 MISSING = -1
@@ -110,8 +111,8 @@ class Layout:
                 else:
                     grid[1].spill.append((index, row))
         for class_id, (columns, layout) in grids.items():
-            dense = [columns[0]]
-            for rows in columns[1:]:
+            dense = []
+            for rows in columns:
                 if (hosts - rows.count(None)) * SPARSE_SHARE >= hosts:
                     dense.append(rows)
                 else:

@@ -9,7 +9,8 @@ into three zones. Timed, median of ``--reps`` runs each:
 
 - ``report``: one snapshot and the reports of all 5 flavors with every
   breakdown, in this process through the domain (what ``placement-api
-  capacity`` and the gauges run);
+  capacity`` and the gauges run), and apart the reading of the snapshot
+  (the statements and their rows; the rest is Python);
 - ``GET full`` / ``GET by=az,aggregate``: one flavor per request through
   a served API (answer encoded and sent; ``full`` lists every host).
 
@@ -37,8 +38,10 @@ import yaml
 
 from placement_api.db.engine import create_engine
 from placement_api.db.session import make_session_factory, unit_of_work
-from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor
+from placement_api.domain.candidates.collector import collector_paused
+from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor, resolve_flavors
 from placement_api.domain.capacity_report.report import capacity_reports
+from placement_api.domain.capacity_report.snapshot import read_snapshot
 from placement_api.domain.capacity_report.zones import AggregateInfo, ZoneMap
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -81,11 +84,12 @@ def timed_ms(run: Callable[[], None]) -> float:
 
 async def _domain_runs(
     url: str, chosen: list[Flavor], zones: ZoneMap, reps: int
-) -> tuple[float, float]:
-    """Median wall and CPU (this process) milliseconds of one report."""
+) -> tuple[float, float, float]:
+    """Median wall and CPU (this process) milliseconds of one report, and
+    the median wall milliseconds of reading its snapshot alone."""
     engine = create_engine(url, pool_size=1)
     factory = make_session_factory(engine)
-    walls, cpus = [], []
+    walls, cpus, reads = [], [], []
     try:
         for _ in range(reps + 1):
             start, cpu = time.perf_counter(), time.process_time()
@@ -93,10 +97,18 @@ async def _domain_runs(
                 reports = await capacity_reports(session, chosen, zones)
             walls.append((time.perf_counter() - start) * 1000)
             cpus.append((time.process_time() - cpu) * 1000)
+            async with unit_of_work(factory, write=False) as session:
+                resolved = await resolve_flavors(session, chosen)
+                trait_ids = frozenset().union(*(f.trait_ids for f in resolved))
+                # As in the report: the collector would walk the generated data.
+                with collector_paused():
+                    start = time.perf_counter()
+                    await read_snapshot(session, trait_ids)
+                    reads.append((time.perf_counter() - start) * 1000)
         assert len(reports) == len(chosen)
     finally:
         await engine.dispose()
-    return statistics.median(walls[1:]), statistics.median(cpus[1:])
+    return statistics.median(walls[1:]), statistics.median(cpus[1:]), statistics.median(reads[1:])
 
 
 def run_variant(variant: str, hosts: int, reps: int, admin_dsn: str, out_dir: Path) -> None:
@@ -107,10 +119,10 @@ def run_variant(variant: str, hosts: int, reps: int, admin_dsn: str, out_dir: Pa
     zones = zone_map(dataset)
     queries = flavors(dataset)
     chosen = [_flavor(name, query) for name, query in queries.items()]
-    wall_ms, cpu_ms = asyncio.run(_domain_runs(url, chosen, zones, reps))
+    wall_ms, cpu_ms, read_ms = asyncio.run(_domain_runs(url, chosen, zones, reps))
     print(
         f"  {variant:6s} N={hosts} report (5 flavors, all breakdowns): {wall_ms:8.1f} ms "
-        f"(CPU of this process: {cpu_ms:.1f} ms)",
+        f"(CPU of this process: {cpu_ms:.1f} ms; reading the snapshot alone: {read_ms:.1f} ms)",
         flush=True,
     )
     config = out_dir / f"capacity-aggregates-{variant}.yaml"

@@ -16,18 +16,30 @@ many instances as fit, using its own providers first and then what is left
 of the sharing providers it reaches. A sharing provider's slots are thus
 spent once, however many hosts reach it. A host's own figure is counted
 alone, with all the shared capacity it reaches.
+
+Counting works on the layout's columns: one list per class and column,
+indexed by host position. When no sharing provider would run out even if
+every host took from it all it takes when counted alone, placing hosts one
+after the other changes nothing, and the sets' counts are sums of the
+hosts' own (``placing`` proves it and falls back to the pass otherwise).
 """
 
 from __future__ import annotations
 
-import sys
-from collections import defaultdict
+import operator
 from collections.abc import Sequence
 
 from placement_api.domain.candidates.names import ResolvedGroup
 from placement_api.domain.capacity import InventoryLimits, unit_violation
+from placement_api.domain.capacity_report.layout import MISSING, ClassLayout, Column, Layout
+from placement_api.domain.capacity_report.placing import Placement
 from placement_api.domain.capacity_report.snapshot import (
-    Snapshot,
+    CAPACITY,
+    MAX_UNIT,
+    MIN_UNIT,
+    PROVIDER,
+    STEP_SIZE,
+    USED,
     Units,
 )
 
@@ -48,14 +60,6 @@ COUNTING = (
 )
 
 
-# A host's own slots are not the limit when all its classes are shared.
-_UNBOUNDED = sys.maxsize
-# A host reaching sharing providers: the least of its own slots over the
-# classes no sharing provider offers, and per class that one does, its own
-# slots, the class's index and the sharing providers offering it.
-_Plan = tuple[int, tuple[tuple[int, int, tuple[int, ...]], ...]]
-
-
 def units_allow(units: Units, amount: int) -> bool:
     """``amount`` meets these (min_unit, max_unit, step_size): the capacity rule's test."""
     low, high, step = units
@@ -63,159 +67,162 @@ def units_allow(units: Units, amount: int) -> bool:
 
 
 class FlavorCounter:
-    """One flavor over one snapshot: per host fits alone, and per set of hosts."""
+    """One flavor over one layout: per host fits alone, and per set of hosts."""
 
-    def __init__(self, snapshot: Snapshot, group: ResolvedGroup | None) -> None:
-        self._snapshot = snapshot
-        # Per class of the flavor: root -> the tree's own slots.
-        self._own: list[dict[int, int]] = []
-        # Sharing provider -> its slots per class of the flavor.
-        self._pool: dict[int, list[int]] = {}
-        self._plans: dict[int, _Plan] = {}
-        self.alone: dict[int, int] = {}
-        # The cloud placed in name order: each host's share.
-        self._placed: dict[int, int] = {}
+    def __init__(self, layout: Layout, group: ResolvedGroup | None) -> None:
+        self._layout = layout
+        hosts = len(layout.hosts)
+        # Per host position: the instances it fits alone.
+        self.alone: list[int] = [0] * hosts
+        self._placement: Placement | None = None
         if group is not None:
             self._count(group)
 
     def _usable(self, group: ResolvedGroup) -> tuple[set[int], set[int] | None]:
         """Providers the flavor may not use, and (with member_of) those it may."""
-        snapshot = self._snapshot
-        providers = snapshot.providers
+        snapshot = self._layout.snapshot
+        roots, in_aggregate = snapshot.roots, snapshot.aggregates_of
         banned = {p for p, traits in snapshot.traits_of.items() if traits & group.forbidden}
-        in_aggregate = snapshot.aggregates_of
         if group.forbidden_aggregates:
-            banned |= {
-                p.id
-                for p in providers.values()
-                if group.forbidden_aggregates
-                & (in_aggregate.get(p.id, frozenset()) | in_aggregate.get(p.root, frozenset()))
-            }
+            members = {p for p, found in in_aggregate.items() if found & group.forbidden_aggregates}
+            banned |= {p for p, root in roots.items() if p in members or root in members}
         allowed: set[int] | None = None
         for any_of in group.member_of:
-            members = {p for p, aggregates in in_aggregate.items() if aggregates & any_of}
-            spanned = {p.id for p in providers.values() if p.id in members or p.root in members}
+            members = {p for p, found in in_aggregate.items() if found & any_of}
+            spanned = {p for p, root in roots.items() if p in members or root in members}
             allowed = spanned if allowed is None else allowed & spanned
         return banned, allowed
 
     def _count(self, group: ResolvedGroup) -> None:
-        snapshot = self._snapshot
+        layout = self._layout
         banned, allowed = self._usable(group)
         amounts = sorted(group.amounts.items())
-        with_room: set[int] = set()
+        hosts = len(layout.hosts)
+        # Providers with room for some class, among those holding a required trait.
+        required = frozenset().union(*group.required)
+        holders = {p for p, traits in layout.snapshot.traits_of.items() if traits & required}
+        with_room: set[int] | None = set() if group.required else None
+        own: list[list[int]] = []
+        pool: dict[int, list[int]] = {}
         for index, (class_id, amount) in enumerate(amounts):
-            own: defaultdict[int, int] = defaultdict(int)
-            for units, rows in snapshot.host_rows.get(class_id, {}).items():
-                if not units_allow(units, amount):
-                    continue
-                if banned or allowed is not None or group.required:
-                    for root, provider, free in rows:
-                        usable = allowed is None or provider in allowed
-                        if free >= amount and usable and provider not in banned:
-                            own[root] += free // amount
-                            with_room.add(provider)
-                else:
-                    for root, _, free in rows:
-                        if free >= amount:
-                            own[root] += free // amount
-            self._own.append(own)
-            for provider, units, free in snapshot.sharing_rows.get(class_id, ()):
+            found = layout.classes.get(class_id)
+            if found is None:
+                own.append([0] * hosts)
+                continue
+            own.append(_own_slots(found, amount, banned, allowed, with_room, holders, hosts))
+            for row in found.sharing:
+                provider, free = row[PROVIDER], row[CAPACITY] - row[USED]
+                units = (row[MIN_UNIT], row[MAX_UNIT], row[STEP_SIZE])
                 if free < amount or provider in banned or not units_allow(units, amount):
                     continue
                 if allowed is None or provider in allowed:
-                    self._pool.setdefault(provider, [0] * len(amounts))[index] = free // amount
-        qualified = self._qualified(group, with_room) if group.required else None
-        self._plan(len(amounts), qualified)
-        self._placed = self._place(snapshot.hosts) if self._plans else self.alone
+                    pool.setdefault(provider, [0] * len(amounts))[index] = free // amount
+        # Per class: each signature's slots in all, of the sharing providers offering it.
+        offered = [
+            [sum(pool[s][i] for s in reached if s in pool) for reached in layout.signatures]
+            for i in range(len(amounts))
+        ]
+        reach = [
+            [per_signature[s] for s in layout.signature_of] if any(per_signature) else None
+            for per_signature in offered
+        ]
+        reachable = [
+            slots if extra is None else list(map(operator.add, slots, extra))
+            for slots, extra in zip(own, reach, strict=True)
+        ]
+        alone = reachable[0] if len(reachable) == 1 else list(map(min, *reachable))
+        if with_room is not None:
+            qualified = self._qualified(group, with_room, pool)
+            alone = [
+                fits if root in qualified else 0
+                for fits, root in zip(alone, layout.hosts, strict=True)
+            ]
+        self.alone = alone
+        if pool:
+            self._placement = Placement(layout, own, pool, alone)
 
-    def _qualified(self, group: ResolvedGroup, with_room: set[int]) -> set[int]:
+    def _qualified(
+        self, group: ResolvedGroup, with_room: set[int], pool: dict[int, list[int]]
+    ) -> set[int]:
         """Roots whose providers with room, with the sharing providers with room
         they reach, hold the required traits between them."""
-        snapshot = self._snapshot
-        providers, traits_of = snapshot.providers, snapshot.traits_of
+        layout = self._layout
+        roots, traits_of = layout.snapshot.roots, layout.snapshot.traits_of
         found: set[int] | None = None
         for any_of in group.required:
             holders = {p for p, traits in traits_of.items() if traits & any_of}
-            roots = {providers[p].root for p in holders & with_room}
-            for shared in holders & self._pool.keys():
-                roots |= snapshot.serves.get(shared, set())
-            found = roots if found is None else found & roots
+            reached = {roots[p] for p in holders & with_room}
+            for shared in holders & pool.keys():
+                reached.update(layout.hosts[p] for p in layout.served(shared))
+            found = reached if found is None else found & reached
         return found or set()
 
-    def _plan(self, classes: int, qualified: set[int] | None) -> None:
-        """Each host's fits alone, and the plan of those reaching sharing providers."""
-        own, pool = self._own, self._pool
-        # Hosts reaching the same sharing providers share a plan's skeleton:
-        # per class the providers offering it and their slots in all.
-        signatures: dict[
-            tuple[int, ...], tuple[tuple[int, ...], tuple[tuple[int, int, tuple[int, ...]], ...]]
-        ] = {}
-        for root, reached in self._snapshot.shared_with.items():
-            skeleton = signatures.get(reached)
-            if skeleton is None:
-                offered = [
-                    tuple(s for s in reached if s in pool and pool[s][i]) for i in range(classes)
+    def count(self, positions: Sequence[int], closed: bool = False) -> int:
+        """Instances the hosts (positions, in name order) take when placed one
+        after the other. ``closed``: every host reaching a sharing provider
+        that one of them reaches is among them, so the cloud's pass placed
+        them alike."""
+        alone = self.alone
+        placement = self._placement
+        if placement is not None and not placement.unbound:
+            placed = placement.cloud if closed else placement.place(positions)
+            return sum(placed[p] for p in positions)
+        if len(positions) == len(alone):
+            return sum(alone)
+        return sum([alone[p] for p in positions])
+
+
+def _own_slots(
+    layout: ClassLayout,
+    amount: int,
+    banned: set[int],
+    allowed: set[int] | None,
+    with_room: set[int] | None,
+    holders: set[int],
+    hosts: int,
+) -> list[int]:
+    """Per host position, the slots of ``amount`` its own providers offer."""
+    allowing = [units_allow(units, amount) for units in layout.units]
+    if not any(allowing):
+        return [0] * hosts
+    total: list[int] | None = None if layout.columns else [0] * hosts
+    for column in layout.columns:
+        free = _usable_free(column, allowing, banned, allowed)
+        if with_room is not None:
+            with_room.update(
+                [
+                    p
+                    for p, f in zip(column.providers, free, strict=True)
+                    if f >= amount and p in holders
                 ]
-                skeleton = signatures[reached] = (
-                    tuple(i for i in range(classes) if not offered[i]),
-                    tuple((i, sum(pool[s][i] for s in p), p) for i, p in enumerate(offered) if p),
-                )
-            unshared, shared = skeleton
-            if not shared or (qualified is not None and root not in qualified):
-                continue
-            mine = [per_class.get(root, 0) for per_class in own]
-            floor = min([mine[i] for i in unshared], default=_UNBOUNDED)
-            self._plans[root] = (floor, tuple((mine[i], i, p) for i, _, p in shared))
-            fits = min(floor, *(mine[i] + total for i, total, _ in shared))
-            if fits:
-                self.alone[root] = fits
-        # Hosts reaching no sharing provider: the least of their own slots,
-        # one class at a time (a host missing a class fits nothing).
-        smallest: dict[int, int] = min(own, key=len)
-        fitting = dict(smallest)
-        for per_class in own:
-            fitting = {r: min(n, per_class[r]) for r, n in fitting.items() if r in per_class}
-        for root, fits in fitting.items():
-            if root in self._plans or (qualified is not None and root not in qualified):
-                continue
-            if fits:
-                self.alone[root] = fits
+            )
+        slots = [f // amount if f >= amount else 0 for f in free]
+        total = slots if total is None else list(map(operator.add, total, slots))
+    assert total is not None
+    for position, row in layout.spill:
+        provider, free = row[PROVIDER], row[CAPACITY] - row[USED]
+        units = layout.units[(row[MIN_UNIT], row[MAX_UNIT], row[STEP_SIZE])]
+        if free < amount or not allowing[units] or provider in banned:
+            continue
+        if allowed is None or provider in allowed:
+            total[position] += free // amount
+            if with_room is not None:
+                with_room.add(provider)
+    return total
 
-    def count(self, roots: Sequence[int], closed: bool = False) -> int:
-        """Instances the hosts (in name order) take when placed one after the
-        other. ``closed``: every host reaching a sharing provider that one of
-        them reaches is among them, so the cloud's pass placed them alike."""
-        if closed or not any(root in self._plans for root in roots):
-            return sum(self._placed.get(root, 0) for root in roots)
-        return sum(self._place(roots).values())
 
-    def _place(self, roots: Sequence[int]) -> dict[int, int]:
-        """Each host's instances when placed one after the other, in this order."""
-        remaining: dict[int, list[int]] = {}
-        placed: dict[int, int] = {}
-        for root in roots:
-            plan = self._plans.get(root)
-            if plan is None:
-                if root in self.alone:
-                    placed[root] = self.alone[root]
-                continue
-            fits, items = plan
-            for mine, index, providers in items:
-                offered = mine
-                for shared in providers:
-                    left = remaining.get(shared)
-                    if left is None:
-                        left = remaining[shared] = list(self._pool[shared])
-                    offered += left[index]
-                fits = min(fits, offered)
-            for mine, index, providers in items:
-                need = fits - mine
-                for shared in providers:
-                    if need <= 0:
-                        break
-                    left = remaining[shared]
-                    taken = min(need, left[index])
-                    left[index] -= taken
-                    need -= taken
-            placed[root] = fits
-        return placed
+def _usable_free(
+    column: Column, allowing: list[bool], banned: set[int], allowed: set[int] | None
+) -> list[int]:
+    """The column's free capacity, MISSING where the flavor may not use the row."""
+    free = column.free
+    if not all(allowing):
+        assert column.units is not None  # several unit triples, some allowed
+        free = [f if allowing[u] else MISSING for f, u in zip(free, column.units, strict=True)]
+    if banned:
+        free = [
+            f if p not in banned else MISSING for f, p in zip(free, column.providers, strict=True)
+        ]
+    if allowed is not None:
+        free = [f if p in allowed else MISSING for f, p in zip(free, column.providers, strict=True)]
+    return free

@@ -12,14 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.counting import COUNTING, FlavorCounter
-from placement_api.domain.capacity_report.figures import (
-    ClassFigures,
-    Figures,
-    host_view,
-    summary_view,
-    summed,
-)
+from placement_api.domain.capacity_report.figures import CloudFigures, Sums, merged, summaries
 from placement_api.domain.capacity_report.flavor import Flavor, ResolvedFlavor, resolve_flavors
+from placement_api.domain.capacity_report.layout import Layout
 from placement_api.domain.capacity_report.snapshot import Snapshot, read_snapshot
 from placement_api.domain.capacity_report.zones import ZoneMap
 
@@ -32,107 +27,114 @@ class _Group:
     """An aggregate or zone: what the answer says of it before any flavor."""
 
     head: dict[str, Any]
-    roots: list[int]
+    # Host positions, in name order.
+    positions: list[int]
     resources: dict[str, dict[str, Any]]
     # Every host reaching a sharing provider its hosts reach is among them.
     closed: bool
 
 
+@dataclass
+class _Members:
+    """Hosts whose roots are in the same aggregates: they are in the same
+    aggregates' and zones' breakdowns, so their sums are taken once."""
+
+    positions: list[int]
+    aggregates: list[str]
+    zones: list[str]
+    sums: Sums
+    # Per signature (see Layout), how many of these hosts have it.
+    signatures: Counter[int]
+
+
 class ReportBuilder:
     """Reports for any number of flavors over one snapshot; the usage
-    figures, host groups and their views are worked out once."""
+    figures, host groups and their views are worked out once, and the
+    hosts' views only when ``by`` asks for them."""
 
-    def __init__(self, snapshot: Snapshot, zones: ZoneMap) -> None:
-        self.snapshot = snapshot
-        self.hosts = snapshot.hosts
-        figures = self._figures(snapshot)
-        self._host_figures = figures["owners"]
-        self._all_hosts = figures["hosts"].get(0, {})
-        sharing = {p: self._host_figures.pop(p, {}) for p in snapshot.sharing}
-        self.resource_classes = summary_view(summed([self._all_hosts, *sharing.values()]))
+    def __init__(self, snapshot: Snapshot, zones: ZoneMap, by: Collection[str]) -> None:
+        layout = self.layout = Layout(snapshot)
+        figures = CloudFigures(layout)
         uuids = snapshot.aggregate_uuids
-        self._host_tails: dict[int, dict[str, Any]] = {}
-        by_aggregate: dict[str, list[int]] = {}
-        by_zone: dict[str, list[int]] = {}
-        for root in self.hosts:  # in name order, the order instances are placed in
-            aggregates = sorted(uuids[a] for a in snapshot.aggregates_of.get(root, ()))
-            host_zones = zones.zones_of(aggregates)
-            for aggregate in aggregates:
-                by_aggregate.setdefault(aggregate, []).append(root)
-            for zone in host_zones:
-                by_zone.setdefault(zone, []).append(root)
-            self._host_tails[root] = {
-                "aggregates": aggregates,
-                "availability_zones": host_zones,
-                "resources": host_view(self._host_figures.get(root, {})),
-            }
-        per_aggregate = {uuids[a]: found for a, found in figures["aggregates"].items()}
-        infos = {uuid: zones.info(uuid) for uuid in by_aggregate}
+        none: frozenset[int] = frozenset()
+        keys = [snapshot.aggregates_of.get(root, none) for root in layout.hosts]
+        positions: dict[frozenset[int], list[int]] = {}
+        for position, key in enumerate(keys):  # in name order
+            same = positions.get(key)
+            if same is None:
+                positions[key] = [position]
+            else:
+                same.append(position)
+        members: dict[frozenset[int], _Members] = {}
+        for key, hosts in positions.items():
+            aggregates = sorted(uuids[a] for a in key)
+            members[key] = _Members(
+                hosts,
+                aggregates,
+                zones.zones_of(aggregates),
+                figures.sums(hosts),
+                Counter(layout.signature_of[p] for p in hosts),
+            )
+        # Hosts in the same aggregates share their lists (never changed).
+        self._tails = [members[key] for key in keys]
+        self._views = figures.host_views() if HOST in by else []
+        self.resource_classes = summaries(
+            merged([*(m.sums for m in members.values()), *figures.sharing_sums()])
+        )
+        in_aggregate: dict[str, list[_Members]] = {}
+        in_zone: dict[str, list[_Members]] = {}
+        for part in members.values():
+            for aggregate in part.aggregates:
+                in_aggregate.setdefault(aggregate, []).append(part)
+            for zone in part.zones:
+                in_zone.setdefault(zone, []).append(part)
+        infos = {uuid: zones.info(uuid) for uuid in in_aggregate}
         self.aggregates = [
             self._make_group(
                 {"uuid": uuid, "name": info.name, "availability_zone": info.availability_zone},
-                by_aggregate[uuid],
-                per_aggregate.get(uuid, {}),
+                in_aggregate[uuid],
             )
             for uuid, info in sorted(
                 infos.items(), key=lambda item: (item[1].name is None, item[1].name or "", item[0])
             )
         ]
-        self.zones = []
-        for zone in sorted(by_zone):
-            naming = [a for a, info in infos.items() if info.availability_zone == zone]
-            roots = by_zone[zone]
-            if len(roots) == len(self.hosts):
-                found = self._all_hosts
-            elif naming and sum(len(by_aggregate[a]) for a in naming) == len(roots):
-                # The zone's hosts are those of its aggregates, each in one.
-                found = summed(per_aggregate.get(a, {}) for a in naming)
-            else:
-                found = summed(self._host_figures.get(r, {}) for r in roots)
-            self.zones.append(self._make_group({"name": zone}, roots, found))
-        self.sharing = self._sharing(sharing)
-
-    def _make_group(self, head: dict[str, Any], roots: list[int], figures: Figures) -> _Group:
-        snapshot = self.snapshot
-        reached = Counter(s for r in roots for s in snapshot.shared_with.get(r, ()))
-        closed = all(len(snapshot.serves[s]) == n for s, n in reached.items())
-        return _Group(head, roots, summary_view(figures), closed)
-
-    def _sharing(self, figures: dict[int, Figures]) -> list[dict[str, Any]]:
-        snapshot, providers = self.snapshot, self.snapshot.providers
-        served = Counter(s for root in self.hosts for s in snapshot.shared_with.get(root, ()))
-        return [
+        self.zones = [self._make_group({"name": z}, in_zone[z]) for z in sorted(in_zone)]
+        self.sharing = [
             {
-                "uuid": providers[p].uuid,
-                "name": providers[p].name,
-                "hosts": served[p],
-                "resources": host_view(figures[p]),
+                "uuid": snapshot.named[p][0],
+                "name": snapshot.named[p][1],
+                "hosts": layout.served_count.get(p, 0),
+                "resources": figures.sharing(p),
             }
-            for p in sorted(snapshot.sharing, key=lambda p: providers[p].name)
+            for p in sorted(snapshot.sharing, key=lambda p: snapshot.named[p][1])
         ]
 
-    @staticmethod
-    def _figures(snapshot: Snapshot) -> dict[str, dict[int, Figures]]:
-        """Per statement of the snapshot's figures: per group, its figures per class."""
-        names = snapshot.class_names
-        found: dict[str, dict[int, Figures]] = {}
-        for statement, rows in snapshot.figure_rows.items():
-            groups = found[statement] = {}
-            for row in rows:
-                groups.setdefault(row[1], {})[names[row[0]]] = ClassFigures.from_row(row)
-        return found
+    def _make_group(self, head: dict[str, Any], parts: list[_Members]) -> _Group:
+        layout = self.layout
+        positions = parts[0].positions
+        if len(parts) > 1:
+            positions = sorted(p for part in parts for p in part.positions)
+        reached: Counter[int] = Counter()
+        for part in parts:
+            for signature, hosts in part.signatures.items():
+                for shared in layout.signatures[signature]:
+                    reached[shared] += hosts
+        closed = all(layout.served_count[s] == n for s, n in reached.items())
+        resources = summaries(merged(part.sums for part in parts))
+        return _Group(head, positions, resources, closed)
 
     def report(
         self, flavor: ResolvedFlavor | None, by: Collection[str] = BREAKDOWNS
     ) -> dict[str, Any]:
-        counter = FlavorCounter(self.snapshot, flavor.group) if flavor is not None else None
+        layout = self.layout
+        counter = FlavorCounter(layout, flavor.group) if flavor is not None else None
         body: dict[str, Any] = {}
         if counter is not None:
-            body["fits"] = counter.count(self.hosts, closed=True)
+            body["fits"] = counter.count(range(len(layout.hosts)), closed=True)
         body["counting"] = COUNTING
         body["resource_classes"] = self.resource_classes
         if HOST in by:
-            body["hosts"] = [self._host(root, counter) for root in self.hosts]
+            body["hosts"] = self._hosts(counter)
         if AGGREGATE in by:
             body["aggregates"] = [self._group(g, counter) for g in self.aggregates]
         if ZONE in by:
@@ -140,18 +142,38 @@ class ReportBuilder:
         body["sharing_providers"] = self.sharing
         return body
 
-    def _host(self, root: int, counter: FlavorCounter | None) -> dict[str, Any]:
-        provider = self.snapshot.providers[root]
-        body: dict[str, Any] = {"uuid": provider.uuid, "name": provider.name}
-        if counter is not None:
-            body["fits"] = counter.alone.get(root, 0)
-        return {**body, **self._host_tails[root]}
+    def _hosts(self, counter: FlavorCounter | None) -> list[dict[str, Any]]:
+        named = self.layout.snapshot.named
+        heads = [named[root] for root in self.layout.hosts]
+        rows = zip(heads, self._tails, self._views, strict=True)
+        if counter is None:
+            return [
+                {
+                    "uuid": u,
+                    "name": n,
+                    "aggregates": m.aggregates,
+                    "availability_zones": m.zones,
+                    "resources": r,
+                }
+                for (u, n), m, r in rows
+            ]
+        return [
+            {
+                "uuid": u,
+                "name": n,
+                "fits": fits,
+                "aggregates": m.aggregates,
+                "availability_zones": m.zones,
+                "resources": r,
+            }
+            for ((u, n), m, r), fits in zip(rows, counter.alone, strict=True)
+        ]
 
     @staticmethod
     def _group(group: _Group, counter: FlavorCounter | None) -> dict[str, Any]:
-        body = {**group.head, "hosts": len(group.roots)}
+        body = {**group.head, "hosts": len(group.positions)}
         if counter is not None:
-            body["fits"] = counter.count(group.roots, group.closed)
+            body["fits"] = counter.count(group.positions, group.closed)
         body["resources"] = group.resources
         return body
 
@@ -170,7 +192,7 @@ async def capacity_reports(
     # Tens of thousands of rows and dicts, none in a cycle: the collector's
     # passes over them would cost as much as the work.
     with collector_paused():
-        builder = ReportBuilder(await read_snapshot(session, trait_ids), zones)
+        builder = ReportBuilder(await read_snapshot(session, trait_ids), zones, by)
         if not resolved:
             return {"": builder.report(None, by)}
         return {flavor.name: builder.report(flavor, by) for flavor in resolved}

@@ -1,10 +1,11 @@
 """The dashboard behind a pruned change feed: its position is gone (410), so it
 re-reads the capacity report and follows the feed again from the current index.
 
-Two real API servers share one database: the dashboard follows the reader; the
-writer, which keeps one change, takes the writes and prunes the rest while the
-reader is stopped (SIGSTOP), so the reader's first look after it resumes finds
-the dashboard's position pruned. Nothing is timed: every wait is for a condition.
+The dashboard follows a real API server; the writes go through the API app in
+this process, on the same database, which keeps one change and prunes the rest
+while the server is stopped (SIGSTOP): the server's first look after it
+resumes finds the dashboard's position pruned. Nothing is timed: every wait is
+for a condition.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
+from httpx import ASGITransport
 
+from placement_api.app import create_app
 from placement_api.dashboard.flavors import parse_flavors
 from placement_api.dashboard.live import LiveOptions, LiveSnapshot
+from placement_api.settings import Settings
 from placement_client import PlacementClient
 from tests.support import databases
 from tests.support.server import LiveServer, live_server
@@ -38,7 +43,8 @@ def _emptied_afterwards(database_url: str) -> Iterator[None]:
 
 
 def _poll_interval(database_url: str) -> str:
-    # SQLite wakes the readers of another process only by this re-read.
+    # SQLite wakes the readers of another process only by this re-read; on
+    # PostgreSQL the writes' NOTIFY wakes them.
     return "0.5" if database_url.startswith("sqlite") else "60"
 
 
@@ -95,18 +101,55 @@ def _vcpu(live: LiveSnapshot) -> tuple[int, int] | None:
     return summary["resource_classes"]["VCPU"]["used"], summary["fits"]["small"]
 
 
-@contextlib.contextmanager
-def _stopped(server: LiveServer) -> Iterator[None]:
-    os.kill(server.process.pid, signal.SIGSTOP)
+@contextlib.asynccontextmanager
+async def _stopped(server: LiveServer, database_url: str) -> AsyncIterator[None]:
+    """The server stopped outside any transaction: one stopped inside the feed's
+    sequencing would hold the lock the writes' sequencing and pruning wait for."""
+    while True:
+        os.kill(server.process.pid, signal.SIGSTOP)
+        if not await _in_a_transaction(database_url):
+            break
+        os.kill(server.process.pid, signal.SIGCONT)
+        await asyncio.sleep(0.01)
     try:
         yield
     finally:
         os.kill(server.process.pid, signal.SIGCONT)
 
 
-async def _recovers(reader: LiveServer, writer: LiveServer) -> None:
+async def _in_a_transaction(database_url: str) -> bool:
+    """Whether another session of the database is in a transaction (PostgreSQL;
+    SQLite's readers block no writer, and the server writes nothing on its own)."""
+    if database_url.startswith("sqlite"):
+        return False
+    connection = await asyncpg.connect(database_url.replace("+asyncpg", "", 1))
+    try:
+        busy: int = await connection.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+        )
+    finally:
+        await connection.close()
+    return busy > 0
+
+
+@contextlib.asynccontextmanager
+async def _writer(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The API app, keeping one change of the feed and pruning every 0.1 s."""
+    app = create_app(
+        settings.model_copy(update={"changes_retained": 1, "changes_prune_interval": 0.1})
+    )
+    async with app.router.lifespan_context(app):
+        transport = ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://placement", headers=HEADERS
+        ) as http:
+            yield http
+
+
+async def _recovers(reader: LiveServer, settings: Settings) -> None:
     async with (
-        httpx.AsyncClient(base_url=writer.url, headers=HEADERS, timeout=60) as api,
+        _writer(settings) as api,
         httpx.AsyncClient(base_url=reader.url, headers=HEADERS, timeout=60) as via_reader,
     ):
         host = (await _ok(await api.post("/resource_providers", json={"name": "h1"})))["uuid"]
@@ -116,7 +159,7 @@ async def _recovers(reader: LiveServer, writer: LiveServer) -> None:
             await _until(lambda: _vcpu(live) == (0, 8), "the first read")
             followed = await _until(lambda: live.snapshot.feed_index, "a feed position")
 
-            with _stopped(reader):
+            async with _stopped(reader, settings.database_url):
                 await _claim(api, host, 3)
                 await _claim(api, host, 2)
                 # The writer keeps one change: the dashboard's next one is pruned.
@@ -140,19 +183,17 @@ async def _gone(api: httpx.AsyncClient, since: int) -> bool:
 
 
 def test_the_dashboard_re_reads_when_its_feed_position_was_pruned(
-    database_url: str, caplog: pytest.LogCaptureFixture
+    settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    poll = _poll_interval(database_url)
     caplog.set_level(logging.WARNING, logger="placement_api.dashboard.live")
-    with (
-        live_server(database_url, PLACEMENT_CHANGES_POLL_INTERVAL=poll) as reader,
-        live_server(
-            database_url,
-            PLACEMENT_CHANGES_POLL_INTERVAL=poll,
-            PLACEMENT_CHANGES_RETAINED="1",
-            PLACEMENT_CHANGES_PRUNE_INTERVAL="0.1",
-        ) as writer,
-    ):
-        asyncio.run(_recovers(reader, writer))
+    with live_server(
+        settings.database_url,
+        PLACEMENT_CHANGES_POLL_INTERVAL=_poll_interval(settings.database_url),
+        # It writes nothing on its own, so stopping it never stops a write.
+        PLACEMENT_CHANGES_PRUNE_INTERVAL="3600",
+    ) as reader:
+        asyncio.run(_recovers(reader, settings))
     # A 410 is the feed's answer, not a failure: nothing was logged as one.
-    assert caplog.records == []
+    assert [
+        r.getMessage() for r in caplog.records if r.name == "placement_api.dashboard.live"
+    ] == []

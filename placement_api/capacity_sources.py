@@ -5,7 +5,8 @@ one file serves both programs: ``PLACEMENT_CAPACITY_AGGREGATES_FILE`` is a
 YAML file with the scheduler's ``aggregates`` mapping (a scheduler
 configuration file will do: its other keys are ignored), and
 ``PLACEMENT_CAPACITY_FLAVORS_FILE`` a scheduler flavors file. They are read
-once, when the API starts (or the command runs).
+once, when the API starts (or the command runs): an edit, or a file removed,
+takes effect at the next start, which a bad file stops (docs/capacity.md).
 """
 
 from __future__ import annotations
@@ -42,24 +43,50 @@ def load_zone_map(path: Path | None, default_zone: str) -> ZoneMap:
         return ZoneMap(default_zone=default_zone)
     try:
         document = _AggregatesDocument.model_validate(yaml.safe_load(path.read_text()) or {})
-        infos = {
-            str(uuid.UUID(key)): AggregateInfo(config.name, config.availability_zone)
-            for key, config in document.aggregates.items()
-        }
     except OSError as exc:
         raise CapacityFileError(f"cannot read the aggregates file {path}: {exc.strerror}") from None
-    except (yaml.YAMLError, ValidationError, ValueError) as exc:
-        reason = str(exc).splitlines()[0]
-        raise CapacityFileError(f"{path}: not an aggregates mapping: {reason}") from None
+    except yaml.YAMLError as exc:
+        raise CapacityFileError(f"{path} is not valid YAML: {_yaml_reason(exc)}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the document"
+        raise CapacityFileError(
+            f"{path}: not an aggregates mapping: {where}: {first['msg']}"
+        ) from None
+    infos = {}
+    for key, config in document.aggregates.items():
+        try:
+            infos[str(uuid.UUID(key))] = AggregateInfo(config.name, config.availability_zone)
+        except ValueError:
+            raise CapacityFileError(f"{path}: aggregates.{key}: not an aggregate UUID") from None
     return ZoneMap(infos, default_zone)
+
+
+def _yaml_reason(error: yaml.YAMLError) -> str:
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem and error.problem_mark:
+        mark = error.problem_mark
+        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return _one_line(error)
+
+
+def _one_line(error: Exception) -> str:
+    """YAML's messages span lines (what, where, a caret): an operator's error is one."""
+    return " ".join(str(error).split())
 
 
 def flavors_from_file(path: Path) -> list[Flavor]:
     """A scheduler flavors file's flavors as request groups; granular ones are refused."""
     try:
+        # Opened first so that an unreadable file is named as the API's setting,
+        # not the scheduler's (which load_flavors' message suggests).
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise CapacityFileError(f"cannot read the flavors file {path}: {exc.strerror}") from None
+    try:
         flavors = load_flavors(path)
     except FlavorsFileError as exc:
-        raise CapacityFileError(str(exc)) from None
+        raise CapacityFileError(_one_line(exc)) from None
     found = []
     for name, flavor in sorted(flavors.items()):
         groups = flavor_groups(flavor)

@@ -18,6 +18,7 @@ from rich.console import Console
 from placement_api import cli_capacity, cli_dashboard, cli_migration, cli_operator
 from placement_api.addresses import is_loopback
 from placement_api.auth import NOAUTH2
+from placement_api.capacity_sources import CapacityFileError, CapacitySources
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
 from placement_api.db.outage import is_unavailable
@@ -61,6 +62,16 @@ def _settings() -> Settings:
         raise typer.Exit(code=2) from None
 
 
+def _check_capacity_files(settings: Settings) -> None:
+    """Every worker reads them as it starts: read here first, a bad one is one line
+    and exit 2, not a traceback (or workers that die and are restarted, forever)."""
+    try:
+        CapacitySources.from_settings(settings)
+    except CapacityFileError as exc:
+        console.print(f"[red]invalid capacity file:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+
+
 @contextmanager
 def database_errors(url: str) -> Iterator[None]:
     """One line naming the database and what to check, instead of a traceback."""
@@ -100,6 +111,7 @@ def serve(
     ``PLACEMENT_DATABASE_WAIT_TIMEOUT`` seconds."""
     settings = _settings()
     _refuse_open_noauth2(host)
+    _check_capacity_files(settings)
     with database_errors(settings.database_url):
         _wait_for_database(settings.database_url, settings.database_wait_timeout)
     with ExitStack() as stack:

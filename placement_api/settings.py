@@ -278,7 +278,8 @@ class Settings(BaseSettings):
         description="YAML file whose `aggregates` mapping (the scheduler's format: aggregate "
         "uuid -> name, availability_zone, metadata) names aggregates and zones in GET "
         "/capacity, `placement-api capacity` and the capacity gauges; a scheduler "
-        "configuration file will do. Read at start-up.",
+        "configuration file will do. Read once at start-up: an edit takes effect at the "
+        "next start, which a bad or missing file stops (docs/capacity.md).",
     )
     capacity_default_availability_zone: str = Field(
         default="nova",
@@ -288,7 +289,8 @@ class Settings(BaseSettings):
         default=None,
         description="A scheduler flavors file (YAML): the flavors whose fits the capacity "
         "gauges report, and `placement-api capacity`'s flavors when none is given. Read "
-        "at start-up.",
+        "once at start-up: an edit takes effect at the next start, which a bad or missing "
+        "file stops (docs/capacity.md).",
     )
     capacity_metrics_interval: float = Field(
         default=60.0,

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from httpx import ASGITransport, AsyncClient
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.app import create_app
 from placement_api.db import migrations
@@ -48,16 +49,23 @@ def settings(database_url: str) -> Settings:
     return Settings(database_url=database_url, enforce_new_defaults=False)
 
 
+@pytest.fixture(scope="session")
+async def cleaner(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """The engine that empties a backend's database after each test: one for the
+    session, as an engine per test cost its first connection every time."""
+    engine = create_engine(database_url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
 @pytest.fixture
-async def api(settings: Settings) -> AsyncIterator[PlacementClient]:
+async def api(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[PlacementClient]:
     """An admin client at the latest microversion, over the ASGI app on a clean database."""
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = ASGITransport(app=app)
         async with AsyncClient(transport=transport, base_url="http://placement") as http:
             yield PlacementClient(http)
-    engine = create_engine(settings.database_url)
-    try:
-        await databases.clean(engine)
-    finally:
-        await engine.dispose()
+    await databases.clean(cleaner)

@@ -8,7 +8,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn, cast
 
-from sqlalchemy import JSON, Integer, Table, literal, null, select
+from sqlalchemy import (
+    JSON,
+    ColumnElement,
+    DateTime,
+    Integer,
+    Interval,
+    Table,
+    func,
+    literal,
+    not_,
+    null,
+    select,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -135,7 +147,10 @@ async def list_all(
     in_tree: str | None = None,
 ) -> HeartbeatList:
     """Every heartbeat (of ``in_tree``'s root only, when given), in provider order,
-    with ``alive`` judged against the one clock; ``alive`` keeps only those alive or down."""
+    with ``alive`` judged against the one clock; ``alive`` keeps only those alive or
+    down, in the statement: a thousand hosts down of ten thousand reads a thousand rows."""
+    now = _utc(await session.scalar(select(dialect.clock(session))) or datetime.now(UTC))
+    is_alive = alive_at(session, now, missed_intervals)
     query = (
         select(
             ResourceProvider.uuid,
@@ -144,17 +159,38 @@ async def list_all(
             ProviderHeartbeat.interval_seconds,
             ProviderHeartbeat.metrics,
             ProviderHeartbeat.metrics_at,
+            is_alive.label("alive"),
         )
         .join(ResourceProvider, ResourceProvider.id == ProviderHeartbeat.resource_provider_id)
         .order_by(ProviderHeartbeat.resource_provider_id)
     )
     if in_tree is not None:
         query = query.where(provider_filters.in_tree_of(in_tree))
-    now = _utc(await session.scalar(select(dialect.clock(session))) or datetime.now(UTC))
-    found = []
-    for row in await session.execute(query):
-        beat = _heartbeat(row.uuid, row, missed_intervals)
-        is_alive = now <= beat.down_after
-        if alive is None or is_alive is alive:
-            found.append(ListedHeartbeat(beat, row.name, is_alive))
+    if alive is not None:
+        query = query.where(is_alive if alive else not_(is_alive))
+    found = [
+        ListedHeartbeat(_heartbeat(row.uuid, row, missed_intervals), row.name, bool(row.alive))
+        for row in await session.execute(query)
+    ]
     return HeartbeatList(now, found)
+
+
+def alive_at(session: AsyncSession, now: datetime, missed_intervals: int) -> ColumnElement[bool]:
+    """``now <= down_after`` in SQL, exact to the microsecond as ``_heartbeat``'s
+    ``down_after`` is: ``last_seen >= now - interval * missed_intervals`` seconds."""
+    grace = ProviderHeartbeat.interval_seconds * missed_intervals
+    if session.get_bind().dialect.name == "postgresql":
+        since = literal(now, DateTime(timezone=True)) - func.make_interval(
+            0, 0, 0, 0, 0, 0, grace, type_=Interval()
+        )
+        return ProviderHeartbeat.last_seen >= since
+    # SQLite stores 'YYYY-MM-DD HH:MM:SS.ffffff' (UTC) and compares it as text. Its
+    # date functions keep milliseconds only, so they shift the whole seconds and the
+    # microseconds are appended as they are (the grace is whole seconds).
+    moment = now.astimezone(UTC)
+    shifted = func.strftime(
+        "%Y-%m-%d %H:%M:%S",
+        moment.strftime("%Y-%m-%d %H:%M:%S"),
+        func.printf("-%d seconds", grace),
+    )
+    return ProviderHeartbeat.last_seen >= shifted + f".{moment.microsecond:06d}"

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
+from placement_api.capacity_sources import CapacityFileError, CapacitySources
 from placement_api.db import migrations
 from placement_api.operator import database
 from placement_api.policy import Policy
@@ -37,6 +38,7 @@ def run_checks(settings: Settings) -> list[CheckResult]:
         ("Authentication", _auth),
         ("Database backend", _backend),
         ("Allocation candidates cap", _candidates_cap),
+        ("Capacity files", _capacity_files),
     ]
     results = []
     for name, check in checks:
@@ -112,3 +114,20 @@ def _candidates_cap(settings: Settings) -> tuple[Code, str]:
     if cap == 0 or cap < -1:
         return Code.FAILURE, f"PLACEMENT_MAX_ALLOCATION_CANDIDATES={cap}: use -1 or a positive cap"
     return Code.SUCCESS, "no cap" if cap == -1 else f"at most {cap} per request"
+
+
+def _capacity_files(settings: Settings) -> tuple[Code, str]:
+    """Read as ``serve`` reads them: an edited file can be checked before a restart."""
+    try:
+        sources = CapacitySources.from_settings(settings)
+    except CapacityFileError as exc:
+        return Code.FAILURE, str(exc)
+    named = [
+        f"{path}: {what}"
+        for path, what in (
+            (settings.capacity_aggregates_file, f"{len(sources.zones.aggregates)} aggregates"),
+            (settings.capacity_flavors_file, f"{len(sources.flavors)} flavors"),
+        )
+        if path is not None
+    ]
+    return Code.SUCCESS, "; ".join(named) or "none"

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.app import create_app
-from placement_api.db.engine import create_engine
 from placement_api.settings import Settings
 from placement_client import PlacementClient, RetryPolicy
 from tests.support import databases
@@ -34,15 +34,11 @@ class Sent:
 
 
 @pytest.fixture
-async def placement_app(settings: Settings) -> AsyncIterator[FastAPI]:
+async def placement_app(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[FastAPI]:
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         yield app
-    engine = create_engine(settings.database_url)
-    try:
-        await databases.clean(engine)
-    finally:
-        await engine.dispose()
+    await databases.clean(cleaner)
 
 
 MakeClient = Callable[..., PlacementClient]

@@ -24,6 +24,7 @@ how many times better ours is).
     python bench/claims_bench.py            # 3 turns of 4 s each per section
     python bench/claims_bench.py --quick    # 1 turn of 2 s
     python bench/claims_bench.py --no-upstream --hosts 200
+    python bench/claims_bench.py --no-upstream --sections put --put-clients 64
     python bench/claims_bench.py --baseline main   # and main's code beside this tree's
 
 Results: var/bench/claims-<time>.md and .json (and printed).
@@ -171,18 +172,19 @@ async def _measure(
         ],
     }
     outcomes: list[Outcome] = []
-    for name, paths in reads.items():
+    for name, paths in reads.items() if "reads" in options.sections else ():
         outcomes += await _section(
             options, targets, name, Reads(paths), options.read_clients, claims=False
         )
-    for clients in options.put_clients:
+    for clients in options.put_clients if "put" in options.sections else ():
         name = f"PUT /allocations, {clients} clients"
         outcomes += await _section(
             options, targets, name, PutClaims(providers), clients, claims=True
         )
-    name = f"POST /allocations x{options.per_post}, {options.post_clients} clients"
-    work = PostClaims(providers, options.per_post)
-    outcomes += await _section(options, targets, name, work, options.post_clients, claims=True)
+    if "post" in options.sections:
+        name = f"POST /allocations x{options.per_post}, {options.post_clients} clients"
+        work = PostClaims(providers, options.per_post)
+        outcomes += await _section(options, targets, name, work, options.post_clients, claims=True)
     return outcomes
 
 
@@ -258,6 +260,11 @@ def parse_args() -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument(
+        "--sections",
+        default="reads,put,post",
+        help="comma-separated sections to run, of: reads, put, post",
+    )
     parser.add_argument("--workers", type=int, default=2, help="processes of each server")
     parser.add_argument("--put-clients", default="8,64", help="comma-separated client counts")
     parser.add_argument("--post-clients", type=int, default=4)
@@ -283,6 +290,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
     options = parser.parse_args()
     options.put_clients = [int(part) for part in options.put_clients.split(",")]
+    options.sections = set(options.sections.split(","))
+    if not options.sections <= {"reads", "put", "post"}:
+        parser.error(f"--sections: unknown {sorted(options.sections)}")
     if options.quick:
         options.rounds, options.block_seconds = 1, 2.0
     return options

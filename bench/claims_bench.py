@@ -17,9 +17,10 @@ Before each claims section the allocations are emptied; after it the
 database is checked: no provider over capacity, usage equal to the sum of
 the allocations, one consumer per claim answered 204. Printed per section
 and server: rate, p50/p99, CPU per claim (or read) of the server's
-processes and of this load generator, PostgreSQL sessions opened, and the
-ratio ours/upstream (for latency and CPU: upstream/ours, so "x" is always
-how many times better ours is).
+processes, of its PostgreSQL sessions (those open when a turn starts) and
+of this load generator, PostgreSQL sessions opened, and the ratio
+ours/upstream (for latency and CPU: upstream/ours, so "x" is always how
+many times better ours is).
 
     python bench/claims_bench.py            # 3 turns of 4 s each per section
     python bench/claims_bench.py --quick    # 1 turn of 2 s
@@ -126,8 +127,14 @@ async def _section(
     for turn in range(options.rounds):
         # Alternate who goes first, so neither always meets a warmer machine.
         for target in targets if turn % 2 == 0 else targets[::-1]:
+            backends = await claims_db.backend_pids(options.pg_url, target.database)
             await run_block(
-                pools[target.name], work, options.block_seconds, target.pids, tallies[target.name]
+                pools[target.name],
+                work,
+                options.block_seconds,
+                target.pids,
+                tallies[target.name],
+                backends,
             )
     for pool in pools.values():
         for connection in pool:
@@ -152,6 +159,7 @@ def _line(outcome: Outcome, claims: bool) -> str:
         f"  {outcome.section:34s} {outcome.server:8s} {tally.per_second(claims):8.1f}/s "
         f"p50 {tally.percentile_ms(0.5):7.1f} ms p99 {tally.percentile_ms(0.99):7.1f} ms "
         f"server CPU {tally.cpu_ms(tally.server_cpu, claims):6.2f} ms "
+        f"PostgreSQL CPU {tally.cpu_ms(tally.database_cpu, claims):5.2f} ms "
         f"bench CPU {tally.cpu_ms(tally.bench_cpu, claims):5.2f} ms "
         f"sessions {outcome.sessions} statuses {dict(tally.statuses)} "
         f"errors {dict(tally.errors)}{check}"
@@ -197,6 +205,7 @@ def _summary(outcome: Outcome) -> dict[str, object]:
         "p50_ms": tally.percentile_ms(0.5),
         "p99_ms": tally.percentile_ms(0.99),
         "server_cpu_ms": tally.cpu_ms(tally.server_cpu, claims),
+        "postgresql_cpu_ms": tally.cpu_ms(tally.database_cpu, claims),
         "bench_cpu_ms_per_request": 1000 * tally.bench_cpu / max(tally.requests, 1),
         "sessions_opened": outcome.sessions,
         "statuses": {str(status): count for status, count in tally.statuses.items()},
@@ -215,9 +224,9 @@ def markdown(outcomes: list[Outcome], header: str) -> str:
         header,
         "",
         "| section | server | claims/s (reads: requests/s) | p50 ms | p99 ms "
-        "| server CPU ms per claim (read) | bench CPU ms per request | PG sessions opened "
-        "| answers | database after |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "| server CPU ms per claim (read) | PostgreSQL CPU ms per claim (read) "
+        "| bench CPU ms per request | PG sessions opened | answers | database after |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     by_section: dict[str, dict[str, Outcome]] = {}
     for outcome in outcomes:
@@ -235,7 +244,8 @@ def markdown(outcomes: list[Outcome], header: str) -> str:
             lines.append(
                 f"| {section} | {outcome.server} | {tally.per_second(claims):.1f} "
                 f"| {tally.percentile_ms(0.5):.1f} | {tally.percentile_ms(0.99):.1f} "
-                f"| {tally.cpu_ms(tally.server_cpu, claims):.2f} | {per_request:.2f} "
+                f"| {tally.cpu_ms(tally.server_cpu, claims):.2f} "
+                f"| {tally.cpu_ms(tally.database_cpu, claims):.2f} | {per_request:.2f} "
                 f"| {outcome.sessions} "
                 f"| {' '.join(f'{s}:{n}' for s, n in sorted(tally.statuses.items()))} "
                 f"| {verified} |"
@@ -250,7 +260,7 @@ def markdown(outcomes: list[Outcome], header: str) -> str:
                 f"| {_ratio(up.percentile_ms(0.5), ours.percentile_ms(0.5))} "
                 f"| {_ratio(up.percentile_ms(0.99), ours.percentile_ms(0.99))} "
                 f"| {cpu} "
-                "| | | | |"
+                "| | | | | |"
             )
     return "\n".join(lines) + "\n"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -101,3 +102,23 @@ def test_workers_share_one_socket_when_reuse_port_is_off(tmp_path: Path) -> None
         # One listening socket, held by the parent and both workers.
         listeners = _listeners(server, 3)
         assert [len(holders) for holders in listeners] == [3], listeners
+
+
+def test_a_busy_port_stops_serve_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "placement_api", "serve", "--port", str(port), "--workers", "2"],
+            env=dict(
+                os.environ,
+                PLACEMENT_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'placement.sqlite'}",
+            ),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr

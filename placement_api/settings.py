@@ -189,9 +189,9 @@ class Settings(BaseSettings):
     worker_reuse_port: bool = Field(
         default=True,
         description=(
-            "With several workers, each listens on a socket of its own (SO_REUSEPORT, "
-            "where the system has it) and the kernel spreads new connections evenly between "
-            "them; false: one socket shared by all, where the worker that wakes first may "
+            "With several workers, each listens on a socket of its own (SO_REUSEPORT, on "
+            "Linux) and the kernel spreads new connections evenly between them; false (and "
+            "elsewhere): one socket shared by all, where the worker that wakes first may "
             "accept a whole burst of connections and keep them."
         ),
     )

@@ -16,11 +16,14 @@ tests/e2e/test_worker_sockets.py fails if uvicorn stops handing them over so.
 from __future__ import annotations
 
 import socket
+import sys
 from typing import Any
 
 
 def reuse_port_supported() -> bool:
-    return hasattr(socket, "SO_REUSEPORT")
+    """Linux spreads connections between sockets sharing a port; BSD's and
+    macOS's ``SO_REUSEPORT`` lets them share it without doing so."""
+    return sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 
 
 def _bound(family: int, address: tuple[Any, ...]) -> ReusePortSocket:

@@ -17,13 +17,15 @@ Before each claims section the allocations are emptied; after it the
 database is checked: no provider over capacity, usage equal to the sum of
 the allocations, one consumer per claim answered 204. Printed per section
 and server: rate, p50/p99, CPU per claim (or read) of the server's
-processes and of this load generator, PostgreSQL sessions opened, and the
-ratio ours/upstream (for latency and CPU: upstream/ours, so "x" is always
-how many times better ours is).
+processes, of its PostgreSQL sessions (those open when a turn starts) and
+of this load generator, PostgreSQL sessions opened, and the ratio
+ours/upstream (for latency and CPU: upstream/ours, so "x" is always how
+many times better ours is).
 
     python bench/claims_bench.py            # 3 turns of 4 s each per section
     python bench/claims_bench.py --quick    # 1 turn of 2 s
     python bench/claims_bench.py --no-upstream --hosts 200
+    python bench/claims_bench.py --no-upstream --sections put --put-clients 64
     python bench/claims_bench.py --baseline main   # and main's code beside this tree's
 
 Results: var/bench/claims-<time>.md and .json (and printed).
@@ -125,8 +127,14 @@ async def _section(
     for turn in range(options.rounds):
         # Alternate who goes first, so neither always meets a warmer machine.
         for target in targets if turn % 2 == 0 else targets[::-1]:
+            backends = await claims_db.backend_pids(options.pg_url, target.database)
             await run_block(
-                pools[target.name], work, options.block_seconds, target.pids, tallies[target.name]
+                pools[target.name],
+                work,
+                options.block_seconds,
+                target.pids,
+                tallies[target.name],
+                backends,
             )
     for pool in pools.values():
         for connection in pool:
@@ -151,6 +159,7 @@ def _line(outcome: Outcome, claims: bool) -> str:
         f"  {outcome.section:34s} {outcome.server:8s} {tally.per_second(claims):8.1f}/s "
         f"p50 {tally.percentile_ms(0.5):7.1f} ms p99 {tally.percentile_ms(0.99):7.1f} ms "
         f"server CPU {tally.cpu_ms(tally.server_cpu, claims):6.2f} ms "
+        f"PostgreSQL CPU {tally.cpu_ms(tally.database_cpu, claims):5.2f} ms "
         f"bench CPU {tally.cpu_ms(tally.bench_cpu, claims):5.2f} ms "
         f"sessions {outcome.sessions} statuses {dict(tally.statuses)} "
         f"errors {dict(tally.errors)}{check}"
@@ -171,18 +180,19 @@ async def _measure(
         ],
     }
     outcomes: list[Outcome] = []
-    for name, paths in reads.items():
+    for name, paths in reads.items() if "reads" in options.sections else ():
         outcomes += await _section(
             options, targets, name, Reads(paths), options.read_clients, claims=False
         )
-    for clients in options.put_clients:
+    for clients in options.put_clients if "put" in options.sections else ():
         name = f"PUT /allocations, {clients} clients"
         outcomes += await _section(
             options, targets, name, PutClaims(providers), clients, claims=True
         )
-    name = f"POST /allocations x{options.per_post}, {options.post_clients} clients"
-    work = PostClaims(providers, options.per_post)
-    outcomes += await _section(options, targets, name, work, options.post_clients, claims=True)
+    if "post" in options.sections:
+        name = f"POST /allocations x{options.per_post}, {options.post_clients} clients"
+        work = PostClaims(providers, options.per_post)
+        outcomes += await _section(options, targets, name, work, options.post_clients, claims=True)
     return outcomes
 
 
@@ -195,6 +205,7 @@ def _summary(outcome: Outcome) -> dict[str, object]:
         "p50_ms": tally.percentile_ms(0.5),
         "p99_ms": tally.percentile_ms(0.99),
         "server_cpu_ms": tally.cpu_ms(tally.server_cpu, claims),
+        "postgresql_cpu_ms": tally.cpu_ms(tally.database_cpu, claims),
         "bench_cpu_ms_per_request": 1000 * tally.bench_cpu / max(tally.requests, 1),
         "sessions_opened": outcome.sessions,
         "statuses": {str(status): count for status, count in tally.statuses.items()},
@@ -213,9 +224,9 @@ def markdown(outcomes: list[Outcome], header: str) -> str:
         header,
         "",
         "| section | server | claims/s (reads: requests/s) | p50 ms | p99 ms "
-        "| server CPU ms per claim (read) | bench CPU ms per request | PG sessions opened "
-        "| answers | database after |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "| server CPU ms per claim (read) | PostgreSQL CPU ms per claim (read) "
+        "| bench CPU ms per request | PG sessions opened | answers | database after |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     by_section: dict[str, dict[str, Outcome]] = {}
     for outcome in outcomes:
@@ -233,7 +244,8 @@ def markdown(outcomes: list[Outcome], header: str) -> str:
             lines.append(
                 f"| {section} | {outcome.server} | {tally.per_second(claims):.1f} "
                 f"| {tally.percentile_ms(0.5):.1f} | {tally.percentile_ms(0.99):.1f} "
-                f"| {tally.cpu_ms(tally.server_cpu, claims):.2f} | {per_request:.2f} "
+                f"| {tally.cpu_ms(tally.server_cpu, claims):.2f} "
+                f"| {tally.cpu_ms(tally.database_cpu, claims):.2f} | {per_request:.2f} "
                 f"| {outcome.sessions} "
                 f"| {' '.join(f'{s}:{n}' for s, n in sorted(tally.statuses.items()))} "
                 f"| {verified} |"
@@ -248,7 +260,7 @@ def markdown(outcomes: list[Outcome], header: str) -> str:
                 f"| {_ratio(up.percentile_ms(0.5), ours.percentile_ms(0.5))} "
                 f"| {_ratio(up.percentile_ms(0.99), ours.percentile_ms(0.99))} "
                 f"| {cpu} "
-                "| | | | |"
+                "| | | | | |"
             )
     return "\n".join(lines) + "\n"
 
@@ -258,6 +270,11 @@ def parse_args() -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument(
+        "--sections",
+        default="reads,put,post",
+        help="comma-separated sections to run, of: reads, put, post",
+    )
     parser.add_argument("--workers", type=int, default=2, help="processes of each server")
     parser.add_argument("--put-clients", default="8,64", help="comma-separated client counts")
     parser.add_argument("--post-clients", type=int, default=4)
@@ -283,6 +300,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
     options = parser.parse_args()
     options.put_clients = [int(part) for part in options.put_clients.split(",")]
+    options.sections = set(options.sections.split(","))
+    if not options.sections <= {"reads", "put", "post"}:
+        parser.error(f"--sections: unknown {sorted(options.sections)}")
     if options.quick:
         options.rounds, options.block_seconds = 1, 2.0
     return options

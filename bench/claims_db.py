@@ -87,3 +87,16 @@ async def sessions(admin_dsn: str, database: str) -> int:
     finally:
         await connection.close()
     return int(found or 0)
+
+
+async def backend_pids(admin_dsn: str, database: str) -> set[int]:
+    """The PostgreSQL processes of the sessions open on ``database`` (the
+    server's pool), to count their CPU; this host's only."""
+    connection = await asyncpg.connect(admin_dsn)
+    try:
+        rows = await connection.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1", database
+        )
+    finally:
+        await connection.close()
+    return {int(row["pid"]) for row in rows}

@@ -100,6 +100,7 @@ class Tally:
     errors: Counter[str] = field(default_factory=Counter)
     elapsed: float = 0.0
     server_cpu: float = 0.0
+    database_cpu: float = 0.0
     bench_cpu: float = 0.0
 
     def per_second(self, claims: bool) -> float:
@@ -151,11 +152,18 @@ async def warm_up(connections: list[Connection], work: Workload) -> None:
 
 
 async def run_block(
-    connections: list[Connection], work: Workload, seconds: float, pids: set[int], tally: Tally
+    connections: list[Connection],
+    work: Workload,
+    seconds: float,
+    pids: set[int],
+    tally: Tally,
+    database_pids: set[int] | None = None,
 ) -> None:
     """Every connection a client, for ``seconds``; added to ``tally`` with the
-    CPU of the server's processes (``pids``) and of this process."""
+    CPU of the server's processes (``pids``), of its PostgreSQL sessions
+    (``database_pids``) and of this process."""
     server_before, bench_before = cpu_seconds(pids), time.process_time()
+    database_before = cpu_seconds(database_pids or set())
     started = time.monotonic()
     until = started + seconds
     await asyncio.gather(
@@ -163,4 +171,5 @@ async def run_block(
     )
     tally.elapsed += time.monotonic() - started
     tally.server_cpu += cpu_used(server_before, cpu_seconds(pids))
+    tally.database_cpu += cpu_used(database_before, cpu_seconds(database_pids or set()))
     tally.bench_cpu += time.process_time() - bench_before

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import uvicorn
 from pydantic import ValidationError
 from rich.console import Console
+from uvicorn.supervisors import Multiprocess
 
 from placement_api import cli_capacity, cli_dashboard, cli_migration, cli_operator
 from placement_api.addresses import is_loopback
@@ -27,6 +29,7 @@ from placement_api.observability.logs import logging_config
 from placement_api.observability.multiproc import multiprocess_directory, set_aside
 from placement_api.operator import database
 from placement_api.settings import Settings, get_settings
+from placement_api.worker_sockets import reuse_port_socket, reuse_port_supported
 
 app = typer.Typer(help="Placement API service.", no_args_is_help=True, add_completion=False)
 db_app = typer.Typer(help="Database schema management.", no_args_is_help=True)
@@ -35,6 +38,7 @@ cli_migration.register(db_app)
 cli_dashboard.register(app)
 app.add_typer(cli_operator.policy_app, name="policy")
 console = Console(stderr=True)
+APP_FACTORY = "placement_api.app:create_app"
 
 
 def _refuse_open_noauth2(host: str) -> None:
@@ -121,20 +125,45 @@ def serve(
             from placement_api.observability.metrics_port import start_metrics_port
 
             start_metrics_port(settings, settings.metrics_port)
-        uvicorn.run(
-            "placement_api.app:create_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            log_level=log_level,
-            log_config=logging_config(settings.log_format, log_level),
-            access_log=False,
-            http=PlacementHttpProtocol,
-            timeout_keep_alive=settings.keep_alive_timeout,
-            timeout_graceful_shutdown=settings.graceful_shutdown_timeout,
-            timeout_worker_healthcheck=settings.worker_healthcheck_timeout,
-        )
+        options = _uvicorn_options(settings, host, port, workers, log_level)
+        if workers > 1 and settings.worker_reuse_port and reuse_port_supported():
+            _serve_on_worker_sockets(uvicorn.Config(APP_FACTORY, **options))
+        else:
+            uvicorn.run(APP_FACTORY, **options)
+
+
+def _uvicorn_options(
+    settings: Settings, host: str, port: int, workers: int, log_level: str
+) -> dict[str, Any]:
+    return {
+        "factory": True,
+        "host": host,
+        "port": port,
+        "workers": workers,
+        "log_level": log_level,
+        "log_config": logging_config(settings.log_format, log_level),
+        "access_log": False,
+        "http": PlacementHttpProtocol,
+        "timeout_keep_alive": settings.keep_alive_timeout,
+        "timeout_graceful_shutdown": settings.graceful_shutdown_timeout,
+        "timeout_worker_healthcheck": settings.worker_healthcheck_timeout,
+    }
+
+
+def _serve_on_worker_sockets(config: uvicorn.Config) -> None:
+    """uvicorn's supervisor, each worker listening on its own socket (see worker_sockets)."""
+    try:
+        sock = reuse_port_socket(config.host, config.port)
+    except OSError as exc:
+        console.print(f"[red]error:[/red] cannot listen on {config.host}:{config.port}: {exc}")
+        raise typer.Exit(code=2) from None
+    logging.getLogger(__name__).info(
+        "Serving on %s:%s, each of %d workers on its own socket (SO_REUSEPORT)",
+        config.host,
+        config.port,
+        config.workers,
+    )
+    Multiprocess(config, sockets=[sock]).run()
 
 
 def _wait_for_database(url: str, timeout: float) -> None:

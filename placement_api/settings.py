@@ -186,6 +186,15 @@ class Settings(BaseSettings):
             "and takes seconds on a loaded host."
         ),
     )
+    worker_reuse_port: bool = Field(
+        default=True,
+        description=(
+            "With several workers, each listens on a socket of its own (SO_REUSEPORT, on "
+            "Linux) and the kernel spreads new connections evenly between them; false (and "
+            "elsewhere): one socket shared by all, where the worker that wakes first may "
+            "accept a whole burst of connections and keep them."
+        ),
+    )
     # The database's own limits.
     database_statement_timeout: float = Field(
         default=30.0,

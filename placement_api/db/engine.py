@@ -22,6 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util import await_
 
+from placement_api.db.fair_pool import FairAsyncPool
+
 if TYPE_CHECKING:
     from placement_api.settings import Settings
 
@@ -91,10 +93,11 @@ def create_engine(
         _WRITE_QUEUES[engine.sync_engine] = WriteQueue(asyncio.Lock(), limits.lock_timeout)
         return engine
     # A fixed set of connections kept open (max_overflow 0 by default):
-    # requests past it wait for one, instead of each opening and closing a
-    # PostgreSQL session, which costs more than the request.
+    # requests past it wait for one, in arrival order, instead of each
+    # opening and closing a PostgreSQL session, which costs more than the request.
     engine = create_async_engine(
         url,
+        poolclass=FairAsyncPool,
         pool_size=pool_size,
         max_overflow=max_overflow,
         pool_timeout=limits.pool_timeout,

@@ -14,12 +14,13 @@ through SQLAlchemy, with the same semantics.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any, cast
 
 from sqlalchemy import ClauseElement, ColumnElement, Executable, any_, bindparam
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.compiler import SQLCompiler
 
@@ -63,17 +64,19 @@ class Prepared:
     async def rows(self, session: AsyncSession, **values: Any) -> Sequence[Sequence[Any]]:
         """The result rows, as tuples in the statement's column order
         (none for a statement that returns none)."""
-        driver = await _driver(session)
-        if driver is None:
+        direct = await _driver(session)
+        if direct is None:
             connection = await session.connection()
             result = await connection.execute(self.statement, values)
             rows: Sequence[Sequence[Any]] = result.all() if result.returns_rows else []
             return rows
+        driver, connection = direct
         text, names, carried = self._sql(session)
         given = carried | values
-        records: Sequence[Sequence[Any]] = await driver.fetch(
-            text, *(given[name] for name in names)
-        )
+        with discarded_on_failure(connection):
+            records: Sequence[Sequence[Any]] = await driver.fetch(
+                text, *(given[name] for name in names)
+            )
         return records
 
     async def run_many(self, session: AsyncSession, values: Sequence[Mapping[str, Any]]) -> None:
@@ -81,15 +84,17 @@ class Prepared:
         PostgreSQL (the driver pipelines them); nothing is returned."""
         if not values:
             return
-        driver = await _driver(session)
-        if driver is None:
+        direct = await _driver(session)
+        if direct is None:
             connection = await session.connection()
             await connection.execute(self.statement, list(values))
             return
+        driver, connection = direct
         text, names, carried = self._sql(session)
-        await driver.executemany(
-            text, [tuple({**carried, **each}[name] for name in names) for each in values]
-        )
+        with discarded_on_failure(connection):
+            await driver.executemany(
+                text, [tuple({**carried, **each}[name] for name in names) for each in values]
+            )
 
     def _sql(self, session: AsyncSession) -> tuple[str, tuple[str, ...], dict[str, Any]]:
         dialect = session.get_bind().dialect
@@ -108,27 +113,58 @@ class Prepared:
         return compiled
 
 
-# session.info key: (the session's transaction, its asyncpg connection).
+# session.info key: (the session's transaction, its asyncpg connection, the
+# SQLAlchemy connection over it).
 _DRIVER = "placement.prepared.driver"
 
 
-async def _driver(session: AsyncSession) -> Any:
+async def _driver(session: AsyncSession) -> tuple[Any, AsyncConnection] | None:
     """The asyncpg connection of the session's transaction (opened if it is
-    not yet); None on other databases. Kept for the transaction, as asking
-    the session for its connection costs more than a statement sent."""
+    not yet) and the SQLAlchemy connection over it; None on other databases.
+    Kept for the transaction, as asking the session for its connection costs
+    more than a statement sent."""
     transaction = session.sync_session.get_transaction()
     cached = session.info.get(_DRIVER)
     if cached is not None and transaction is not None and cached[0] is transaction:
-        return cached[1]
+        return cached[1], cached[2]
     if session.get_bind().dialect.name != "postgresql":
         return None
     connection = await session.connection()
+    driver = await driver_in_transaction(connection)
+    session.info[_DRIVER] = (session.sync_session.get_transaction(), driver, connection)
+    return driver, connection
+
+
+async def driver_in_transaction(connection: AsyncConnection) -> Any:
+    """The asyncpg connection under ``connection``, inside its transaction
+    (begun now if it was not yet; none in autocommit)."""
     raw = await connection.get_raw_connection()
-    await begin_transaction(raw.dbapi_connection)
+    with discarded_on_failure(connection):
+        await begin_transaction(raw.dbapi_connection)
     driver = raw.driver_connection
     assert driver is not None
-    session.info[_DRIVER] = (session.sync_session.get_transaction(), driver)
     return driver
+
+
+@contextmanager
+def discarded_on_failure(connection: AsyncConnection) -> Iterator[None]:
+    """Close, never pool again, a connection whose direct statement failed.
+
+    SQLAlchemy invalidates a connection it can no longer trust when its own
+    statements fail; statements sent to the driver bypass that. A BEGIN cut
+    short (a timeout, a cancelled request) leaves asyncpg holding a
+    transaction SQLAlchemy never recorded: the next request on the
+    connection would get a savepoint inside it, and its COMMIT would commit
+    nothing. A cancelled statement leaves the protocol mid-exchange.
+    """
+    try:
+        yield
+    except BaseException:
+        underlying = connection.sync_connection
+        if underlying is not None:
+            with suppress(Exception):
+                underlying.invalidate()
+        raise
 
 
 async def begin_transaction(adapted: Any) -> None:

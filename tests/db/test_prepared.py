@@ -9,8 +9,9 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import cast
 
+import asyncpg
 import pytest
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import Integer, Table, bindparam, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
@@ -91,3 +92,29 @@ async def test_each_transaction_of_a_session_holds_its_own_statements(
     async with unit_of_work(factory, write=False) as session:
         rows = await _BY_NAMES.rows(session, names=[kept, undone])
     assert [row[0] for row in rows] == [kept]
+
+
+_BACKEND = Prepared(text("SELECT pg_backend_pid()"))
+_DIVIDE = Prepared(text("SELECT 1 / :divisor").bindparams(bindparam("divisor", type_=Integer)))
+
+
+async def test_a_connection_whose_direct_statement_failed_is_not_pooled_again(
+    engine: AsyncEngine,
+) -> None:
+    """After a failure SQLAlchemy never saw, the driver's state may disagree
+    with SQLAlchemy's (a BEGIN cut short by a timeout once left asyncpg in a
+    transaction that later "commits" committed nothing); the one-connection
+    pool must open a new connection rather than hand that one out again."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite statements all go through SQLAlchemy")
+    factory = make_session_factory(engine)
+    async with unit_of_work(factory, write=True) as session:
+        [(before,)] = await _BACKEND.rows(session)
+    with pytest.raises(asyncpg.exceptions.DivisionByZeroError):
+        async with unit_of_work(factory, write=True) as session:
+            await _DIVIDE.rows(session, divisor=0)
+    async with unit_of_work(factory, write=True) as session:
+        [(after,)] = await _BACKEND.rows(session)
+        [(answer,)] = await _DIVIDE.rows(session, divisor=1)
+    assert after != before
+    assert answer == 1

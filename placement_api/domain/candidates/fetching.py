@@ -22,7 +22,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.util import LRUCache
 
-from placement_api.db.prepared import begin_transaction
+from placement_api.db.prepared import discarded_on_failure, driver_in_transaction
 
 IdColumn = InstrumentedAttribute[int] | InstrumentedAttribute[int | None]
 T = TypeVar("T")
@@ -79,11 +79,9 @@ async def fetch_all(
     if connection.dialect.name != "postgresql":
         return (await connection.execute(statement, parameters)).all()
     sql, arguments = _positional_sql(statement, connection.dialect, parameters)
-    raw = await connection.get_raw_connection()
-    await begin_transaction(raw.dbapi_connection)
-    driver = raw.driver_connection
-    assert driver is not None
-    return cast("Sequence[Row[*Ts]]", await driver.fetch(sql, *arguments))
+    driver = await driver_in_transaction(connection)
+    with discarded_on_failure(connection):
+        return cast("Sequence[Row[*Ts]]", await driver.fetch(sql, *arguments))
 
 
 def _positional_sql(

@@ -33,12 +33,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import change_feed_statement
+from bench import change_feed_statement, claims_db
 from bench.candidates_servers import drop_database, recreate_database, server_dsn
 from bench.scheduler_bench_infra import cpu_seconds, cpu_used, process_tree
 from bench.upstream import free_port, wait_until_up
@@ -67,17 +66,6 @@ class Round:
     @property
     def cpu_ms(self) -> float:
         return self.api_cpu_ms + self.db_cpu_ms
-
-
-async def backend_pids(database: str) -> set[int]:
-    connection = await asyncpg.connect(ADMIN_DSN)
-    try:
-        rows = await connection.fetch(
-            "SELECT pid FROM pg_stat_activity WHERE datname = $1", database
-        )
-    finally:
-        await connection.close()
-    return {int(row["pid"]) for row in rows}
 
 
 # The line that registers the feed's recording hook: without it, writes record nothing.
@@ -193,12 +181,12 @@ async def measure(served: Served, providers: list[str], clients: int, seconds: f
     """One round: claims/s, and the CPU each claim cost the API and the database.
     CPU per claim hardly moves with the machine's load, unlike claims/s."""
     api_pids = process_tree(served.pid)
-    db_pids = await backend_pids(served.database)
+    db_pids = await claims_db.backend_pids(ADMIN_DSN, served.database)
     api_before, db_before = cpu_seconds(api_pids), cpu_seconds(db_pids)
     began = time.monotonic()
     rate = await claim_for(served.url, providers, clients, seconds)
     claims = rate * (time.monotonic() - began)
-    db_pids |= await backend_pids(served.database)
+    db_pids |= await claims_db.backend_pids(ADMIN_DSN, served.database)
     api_ms = 1000 * cpu_used(api_before, cpu_seconds(api_pids)) / claims
     db_ms = 1000 * cpu_used(db_before, cpu_seconds(db_pids)) / claims
     return Round(rate, api_ms, db_ms)

@@ -4,27 +4,14 @@ array): same fields, same order, consecutive indexes, text kept exactly."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
 from sqlalchemy import func, select
 
-from placement_api.db.engine import create_engine
 from placement_api.db.models import Change
-from placement_api.db.session import SessionFactory, make_session_factory, unit_of_work
+from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, feed_index
 
 # Quotes, a backslash, a JSON-looking string and text beyond ASCII: kept as written.
 AWKWARD = 'CUSTOM_\'q\'"dq"\\ {"not": [json]} ünï 💡'
-
-
-@pytest.fixture
-async def factory(database_url: str) -> AsyncIterator[SessionFactory]:
-    engine = create_engine(database_url)
-    try:
-        yield make_session_factory(engine)
-    finally:
-        await engine.dispose()
 
 
 async def _head(factory: SessionFactory) -> int:

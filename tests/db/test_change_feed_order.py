@@ -6,25 +6,14 @@ seen index N has seen everything below N."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 from sqlalchemy.util import await_
 
-from placement_api.db.engine import create_engine
-from placement_api.db.session import SessionFactory, make_session_factory, unit_of_work
+from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import feed_index, providers
-
-
-@pytest.fixture
-async def factory(database_url: str) -> AsyncIterator[SessionFactory]:
-    engine = create_engine(database_url)
-    try:
-        yield make_session_factory(engine)
-    finally:
-        await engine.dispose()
 
 
 def _stall_commit(session: Session, hold: asyncio.Event) -> None:

@@ -41,7 +41,7 @@ import subprocess
 import sys
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -50,6 +50,7 @@ import candidates_data as data
 import candidates_servers as servers
 
 from bench import claims_db
+from bench import claims_report as report
 from bench.change_feed_bench import baseline_tree
 from bench.claims_load import (
     FLAVOR,
@@ -78,16 +79,6 @@ class Target:
     ours: bool
 
 
-@dataclass
-class Outcome:
-    section: str
-    server: str
-    tally: Tally
-    sessions: int
-    check: claims_db.Check | None = None
-    verified: bool | None = None
-
-
 def _server_pids(url: str) -> set[int]:
     """The server's processes: the child of this process listening on its port, and its tree."""
     port = url.rsplit(":", 1)[1]
@@ -112,7 +103,7 @@ async def _section(
     clients: int,
     *,
     claims: bool,
-) -> list[Outcome]:
+) -> list[report.Outcome]:
     pools = {
         t.name: [Connection(t.url, HEADERS, keep_alive=t.keep_alive) for _ in range(clients)]
         for t in targets
@@ -143,32 +134,18 @@ async def _section(
     outcomes = []
     for target in targets:
         opened = await claims_db.sessions(options.pg_url, target.database) - sessions[target.name]
-        outcome = Outcome(name, target.name, tallies[target.name], opened)
+        outcome = report.Outcome(name, target.name, tallies[target.name], opened)
         if claims:
             outcome.check = await claims_db.check(target.dsn, ours=target.ours)
             outcome.verified = outcome.check.right(outcome.tally.claims, len(FLAVOR))
         outcomes.append(outcome)
-        print(_line(outcome, claims), flush=True)
+        print(report.line(outcome, claims), flush=True)
     return outcomes
-
-
-def _line(outcome: Outcome, claims: bool) -> str:
-    tally = outcome.tally
-    check = f", {outcome.check.describe()}" if outcome.check else ""
-    return (
-        f"  {outcome.section:34s} {outcome.server:8s} {tally.per_second(claims):8.1f}/s "
-        f"p50 {tally.percentile_ms(0.5):7.1f} ms p99 {tally.percentile_ms(0.99):7.1f} ms "
-        f"server CPU {tally.cpu_ms(tally.server_cpu, claims):6.2f} ms "
-        f"PostgreSQL CPU {tally.cpu_ms(tally.database_cpu, claims):5.2f} ms "
-        f"bench CPU {tally.cpu_ms(tally.bench_cpu, claims):5.2f} ms "
-        f"sessions {outcome.sessions} statuses {dict(tally.statuses)} "
-        f"errors {dict(tally.errors)}{check}"
-    )
 
 
 async def _measure(
     options: argparse.Namespace, targets: list[Target], dataset: data.Dataset
-) -> list[Outcome]:
+) -> list[report.Outcome]:
     providers = [uuid for _, uuid, _, _, _ in dataset.providers]
     reads = {
         "GET /resource_providers/{u}/inventories": [
@@ -179,7 +156,7 @@ async def _measure(
             f"/resource_providers?in_tree={uuid}" for uuid in providers
         ],
     }
-    outcomes: list[Outcome] = []
+    outcomes: list[report.Outcome] = []
     for name, paths in reads.items() if "reads" in options.sections else ():
         outcomes += await _section(
             options, targets, name, Reads(paths), options.read_clients, claims=False
@@ -194,75 +171,6 @@ async def _measure(
         work = PostClaims(providers, options.per_post)
         outcomes += await _section(options, targets, name, work, options.post_clients, claims=True)
     return outcomes
-
-
-def _summary(outcome: Outcome) -> dict[str, object]:
-    tally, claims = outcome.tally, outcome.check is not None
-    return {
-        "section": outcome.section,
-        "server": outcome.server,
-        "per_second": tally.per_second(claims),
-        "p50_ms": tally.percentile_ms(0.5),
-        "p99_ms": tally.percentile_ms(0.99),
-        "server_cpu_ms": tally.cpu_ms(tally.server_cpu, claims),
-        "postgresql_cpu_ms": tally.cpu_ms(tally.database_cpu, claims),
-        "bench_cpu_ms_per_request": 1000 * tally.bench_cpu / max(tally.requests, 1),
-        "sessions_opened": outcome.sessions,
-        "statuses": {str(status): count for status, count in tally.statuses.items()},
-        "errors": dict(tally.errors),
-        "check": asdict(outcome.check) if outcome.check else None,
-        "verified": outcome.verified,
-    }
-
-
-def _ratio(ours: float, upstream: float) -> str:
-    return f"{ours / upstream:.1f}x" if ours and upstream else "-"
-
-
-def markdown(outcomes: list[Outcome], header: str) -> str:
-    lines = [
-        header,
-        "",
-        "| section | server | claims/s (reads: requests/s) | p50 ms | p99 ms "
-        "| server CPU ms per claim (read) | PostgreSQL CPU ms per claim (read) "
-        "| bench CPU ms per request | PG sessions opened | answers | database after |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
-    ]
-    by_section: dict[str, dict[str, Outcome]] = {}
-    for outcome in outcomes:
-        by_section.setdefault(outcome.section, {})[outcome.server] = outcome
-    for section, pair in by_section.items():
-        claims = pair["ours"].check is not None
-        for outcome in pair.values():
-            tally = outcome.tally
-            verified = (
-                "-"
-                if outcome.check is None
-                else ("verified: " if outcome.verified else "WRONG: ") + outcome.check.describe()
-            )
-            per_request = 1000 * tally.bench_cpu / max(tally.requests, 1)
-            lines.append(
-                f"| {section} | {outcome.server} | {tally.per_second(claims):.1f} "
-                f"| {tally.percentile_ms(0.5):.1f} | {tally.percentile_ms(0.99):.1f} "
-                f"| {tally.cpu_ms(tally.server_cpu, claims):.2f} "
-                f"| {tally.cpu_ms(tally.database_cpu, claims):.2f} | {per_request:.2f} "
-                f"| {outcome.sessions} "
-                f"| {' '.join(f'{s}:{n}' for s, n in sorted(tally.statuses.items()))} "
-                f"| {verified} |"
-            )
-        ours = pair["ours"].tally
-        for other in (name for name in pair if name != "ours"):
-            up = pair[other].tally
-            cpu = _ratio(up.cpu_ms(up.server_cpu, claims), ours.cpu_ms(ours.server_cpu, claims))
-            lines.append(
-                f"| {section} | **ours vs {other}** "
-                f"| {_ratio(ours.per_second(claims), up.per_second(claims))} "
-                f"| {_ratio(up.percentile_ms(0.5), ours.percentile_ms(0.5))} "
-                f"| {_ratio(up.percentile_ms(0.99), ours.percentile_ms(0.99))} "
-                f"| {cpu} "
-                "| | | | | |"
-            )
-    return "\n".join(lines) + "\n"
 
 
 def parse_args() -> argparse.Namespace:
@@ -383,7 +291,7 @@ def main() -> None:
                         False,
                     )
                 )
-            outcomes: list[Outcome] = []
+            outcomes: list[report.Outcome] = []
 
             async def measure() -> None:
                 outcomes.extend(await _measure(options, targets, dataset))
@@ -402,13 +310,13 @@ def main() -> None:
         f"{options.rounds} turns of {options.block_seconds:g} s per section and server, "
         f"load average {os.getloadavg()[0]:.1f}."
     )
-    report = markdown(outcomes, header)
+    table = report.markdown(outcomes, header)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    (options.out_dir / f"claims-{stamp}.md").write_text(report)
+    (options.out_dir / f"claims-{stamp}.md").write_text(table)
     (options.out_dir / f"claims-{stamp}.json").write_text(
-        json.dumps([_summary(outcome) for outcome in outcomes], indent=2)
+        json.dumps([report.summary(outcome) for outcome in outcomes], indent=2)
     )
-    print(report)
+    print(table)
     if any(outcome.verified is False for outcome in outcomes):
         sys.exit(1)
 

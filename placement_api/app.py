@@ -22,7 +22,7 @@ from placement_api.capacity_sources import CapacitySources
 from placement_api.change_feed import ChangeFeed
 from placement_api.db.engine import engine_for
 from placement_api.db.session import make_session_factory, unit_of_work
-from placement_api.deps import Database, Services
+from placement_api.deps import Services
 from placement_api.domain.standard_names import sync_standard_names
 from placement_api.keystone import KeystoneAuthenticator
 from placement_api.middleware import PlacementRequestMiddleware
@@ -112,7 +112,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             change_feed=change_feed,
             capacity=capacity,
             capacity_gauges=CapacityGauges(capacity, settings.capacity_metrics_interval),
-            database=Database(factory, change_feed),
         )
         # What start-up made (modules, the app, the policy) lives as long as
         # the process: frozen, it is left out of the collector's full passes,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -53,8 +54,11 @@ class Services:
     change_feed: ChangeFeed
     capacity: CapacitySources
     capacity_gauges: CapacityGauges
-    # What every route's DbDep is: built once, not per request.
-    database: Database
+
+    @cached_property
+    def database(self) -> Database:
+        """What every route's DbDep is: built once, not per request."""
+        return Database(self.session_factory, self.change_feed)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from datetime import UTC, datetime
 from typing import Any
+from wsgiref.handlers import format_date_time
 
 import orjson
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -33,26 +34,13 @@ def error_response(error: errors.PlacementError, request_id: str, accept: str | 
     )
 
 
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
 def http_date(moment: datetime) -> str:
-    """``email.utils.format_datetime(moment, usegmt=True)``, in under half its time
+    """An HTTP date (RFC 9110) for ``moment``, naive times taken as UTC; the
+    standard library's WSGI formatter is a third faster than ``email.utils``
     (every answer from 1.15 carries one)."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    utc = moment.astimezone(UTC)
-    weekday, month = _DAYS[utc.weekday()], _MONTHS[utc.month - 1]
-    return "%s, %02d %s %04d %02d:%02d:%02d GMT" % (  # noqa: UP031 (faster here)
-        weekday,
-        utc.day,
-        month,
-        utc.year,
-        utc.hour,
-        utc.minute,
-        utc.second,
-    )
+    return format_date_time(moment.timestamp())
 
 
 def json_response(

@@ -172,7 +172,7 @@ async def reshape(
     class_ids = await _class_ids(session, reshapes)
     _check_limits(reshapes)
     plan = await claims.prepare(session, allocations, failure=FAILURE)
-    names = {pid: uuid for uuid, pid in (plan.provider_ids | targets).items()}
+    names = plan.provider_uuids | {pid: uuid for uuid, pid in targets.items()}
     locked = set(targets.values()) | plan.touched_provider_ids()
     current = await claims.lock_providers(session, locked, bump=False, names=names)
     _check_generations(reshapes, targets, current)

@@ -15,12 +15,14 @@ import typer
 import uvicorn
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from uvicorn.supervisors import Multiprocess
 
 from placement_api import cli_capacity, cli_dashboard, cli_migration, cli_operator
 from placement_api.addresses import is_loopback
-from placement_api.auth import NOAUTH2
+from placement_api.auth import KEYSTONE, NOAUTH2
 from placement_api.capacity_sources import CapacityFileError, CapacitySources
+from placement_api.config_file import ConfigFileError
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
 from placement_api.db.outage import is_unavailable
@@ -57,6 +59,15 @@ def _refuse_open_noauth2(host: str) -> None:
 
 def _settings() -> Settings:
     try:
+        return _valid_settings()
+    except ConfigFileError as exc:
+        console.print(f"[red]invalid config file:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+
+
+def _valid_settings() -> Settings:
+    """The settings, or one line naming what is wrong (a bad config file raises)."""
+    try:
         return get_settings()
     except ValidationError as exc:
         problems = "; ".join(
@@ -73,6 +84,23 @@ def _check_capacity_files(settings: Settings) -> None:
         CapacitySources.from_settings(settings)
     except CapacityFileError as exc:
         console.print(f"[red]invalid capacity file:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+
+
+def _check_keystone(settings: Settings) -> None:
+    """Every worker builds keystonemiddleware as it starts: built here first, a
+    configuration it refuses is one line and exit 2, not workers dying in a loop."""
+    if settings.auth_strategy != KEYSTONE:
+        return
+    # keystonemiddleware takes a fifth of a second to import: only when it is used.
+    from placement_api.keystone import KeystoneConfigError, check_configuration
+
+    try:
+        check_configuration(settings.config_file, settings.keystone_timeout)
+    except KeystoneConfigError as exc:
+        console.print(
+            f"[red]invalid keystone configuration:[/red] {escape(str(exc))}", soft_wrap=True
+        )
         raise typer.Exit(code=2) from None
 
 
@@ -116,6 +144,7 @@ def serve(
     settings = _settings()
     _refuse_open_noauth2(host)
     _check_capacity_files(settings)
+    _check_keystone(settings)
     with database_errors(settings.database_url):
         _wait_for_database(settings.database_url, settings.database_wait_timeout)
     with ExitStack() as stack:
@@ -221,7 +250,11 @@ def db_current() -> None:
 def status() -> None:
     """Upgrade check: database reachable, schema current, policy file valid, settings
     sane. Exit 0 when all succeed, 1 on a warning, 2 on a failure."""
-    cli_operator.status(_settings())
+    try:
+        settings = _valid_settings()
+    except ConfigFileError as exc:
+        cli_operator.status_without_settings(str(exc))
+    cli_operator.status(settings)
 
 
 @app.command()

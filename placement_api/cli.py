@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 import typer
 import uvicorn
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from uvicorn.supervisors import Multiprocess
@@ -22,6 +21,7 @@ from placement_api import cli_capacity, cli_dashboard, cli_migration, cli_operat
 from placement_api.addresses import is_loopback
 from placement_api.auth import KEYSTONE, NOAUTH2
 from placement_api.capacity_sources import CapacityFileError, CapacitySources
+from placement_api.cli_settings import command_settings, valid_settings
 from placement_api.config_file import ConfigFileError
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
@@ -55,26 +55,6 @@ def _refuse_open_noauth2(host: str) -> None:
             "127.0.0.1, or set PLACEMENT_ALLOW_INSECURE_NOAUTH=true to accept the risk."
         )
         raise typer.Exit(code=2)
-
-
-def _settings() -> Settings:
-    try:
-        return _valid_settings()
-    except ConfigFileError as exc:
-        console.print(f"[red]invalid config file:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(code=2) from None
-
-
-def _valid_settings() -> Settings:
-    """The settings, or one line naming what is wrong (a bad config file raises)."""
-    try:
-        return get_settings()
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"PLACEMENT_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
-        )
-        console.print(f"[red]invalid settings:[/red] {problems}")
-        raise typer.Exit(code=2) from None
 
 
 def _check_capacity_files(settings: Settings) -> None:
@@ -141,7 +121,7 @@ def serve(
 
     A database that does not answer yet is waited for, up to
     ``PLACEMENT_DATABASE_WAIT_TIMEOUT`` seconds."""
-    settings = _settings()
+    settings = command_settings()
     _refuse_open_noauth2(host)
     _check_capacity_files(settings)
     _check_keystone(settings)
@@ -225,7 +205,7 @@ def db_upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
 ) -> None:
     """Apply schema migrations (creating a SQLite file and its directory)."""
-    url = _settings().database_url
+    url = command_settings().database_url
     with database_errors(url), console.status(f"upgrading {database.display_url(url)}"):
         _ensure_sqlite_directory(url)
         migrations.upgrade(url, revision)
@@ -235,7 +215,7 @@ def db_upgrade(
 def db_current() -> None:
     """Print the schema revision and whether it is the newest: exit 0 only when
     it is, 1 when the database is empty or out of date, 2 when it cannot be read."""
-    url = _settings().database_url
+    url = command_settings().database_url
     with database_errors(url):
         database.require_existing(url)
         current = asyncio.run(migrations.current_revision(url))
@@ -251,7 +231,7 @@ def status() -> None:
     """Upgrade check: database reachable, schema current, policy file valid, settings
     sane. Exit 0 when all succeed, 1 on a warning, 2 on a failure."""
     try:
-        settings = _valid_settings()
+        settings = valid_settings()
     except ConfigFileError as exc:
         cli_operator.status_without_settings(str(exc))
     cli_operator.status(settings)
@@ -262,7 +242,7 @@ def audit(fix: cli_operator.FixOption = False, as_json: cli_operator.JsonOption 
     """Find rows the service's invariants forbid: usage that differs from the sum of
     allocations, providers over capacity, consumers without allocations, allocations
     on providers that no longer exist. Exit 0 when none remain, 1 otherwise."""
-    settings = _settings()
+    settings = command_settings()
     with database_errors(settings.database_url):
         cli_operator.audit(settings, fix=fix, as_json=as_json)
 
@@ -275,7 +255,7 @@ def capacity(
 ) -> None:
     """How many instances of each flavor still fit, by zone, aggregate or host, with
     free capacity per class (the GET /capacity report, read from the database)."""
-    settings = _settings()
+    settings = command_settings()
     with database_errors(settings.database_url):
         cli_capacity.capacity(settings, options=flavor or [], by=by, as_json=as_json)
 
@@ -284,7 +264,7 @@ def capacity(
 def policy_list(as_json: cli_operator.JsonOption = False) -> None:
     """Every rule and the check enforced now (policy file over defaults)."""
     try:
-        cli_operator.policy_list(_settings(), as_json=as_json)
+        cli_operator.policy_list(command_settings(), as_json=as_json)
     except (OSError, ValueError) as exc:
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(code=2) from None

@@ -78,6 +78,21 @@ def test_serve_refuses_keystone_without_a_config_file(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [("db", "upgrade"), ("db", "import", "--source", "postgresql://u@h/p"), ("audit",)],
+)
+def test_every_command_refuses_a_missing_config_file_in_one_line(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    path = tmp_path / "placement.conf"
+    result = run_in(tmp_path, *command, PLACEMENT_CONFIG_FILE=str(path))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"invalid config file: PLACEMENT_CONFIG_FILE={path}: no such file"
+    ]
+
+
 def test_a_directory_is_not_a_config_file(tmp_path: Path) -> None:
     result = run_in(tmp_path, "serve", "--port", "1", PLACEMENT_CONFIG_FILE=str(tmp_path))
     assert result.returncode == 2, result.stderr

@@ -23,9 +23,13 @@ from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.zones import AggregateInfo, ZoneMap
 from placement_api.querystring import TraitFilter
 from placement_api.settings import Settings
+from scheduler.request.file_errors import validation_reason, yaml_reason
 from scheduler.request.flavor import flavor_groups
 from scheduler.request.flavors_file import FlavorsFileError, load_flavors
 from scheduler.settings import AggregateConfig
+
+AGGREGATES_SETTING = "PLACEMENT_CAPACITY_AGGREGATES_FILE"
+FLAVORS_SETTING = "PLACEMENT_CAPACITY_FLAVORS_FILE"
 
 
 class CapacityFileError(Exception):
@@ -44,14 +48,14 @@ def load_zone_map(path: Path | None, default_zone: str) -> ZoneMap:
     try:
         document = _AggregatesDocument.model_validate(yaml.safe_load(path.read_text()) or {})
     except OSError as exc:
-        raise CapacityFileError(f"cannot read the aggregates file {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise CapacityFileError(f"{path} is not valid YAML: {_yaml_reason(exc)}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the document"
         raise CapacityFileError(
-            f"{path}: not an aggregates mapping: {where}: {first['msg']}"
+            f"cannot read the aggregates file {path} ({AGGREGATES_SETTING}): {exc.strerror}"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise CapacityFileError(f"{path} is not valid YAML: {yaml_reason(exc)}") from None
+    except ValidationError as exc:
+        raise CapacityFileError(
+            f"{path}: not an aggregates mapping: {validation_reason(exc)}"
         ) from None
     infos = {}
     for key, config in document.aggregates.items():
@@ -62,31 +66,12 @@ def load_zone_map(path: Path | None, default_zone: str) -> ZoneMap:
     return ZoneMap(infos, default_zone)
 
 
-def _yaml_reason(error: yaml.YAMLError) -> str:
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem and error.problem_mark:
-        mark = error.problem_mark
-        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return _one_line(error)
-
-
-def _one_line(error: Exception) -> str:
-    """YAML's messages span lines (what, where, a caret): an operator's error is one."""
-    return " ".join(str(error).split())
-
-
 def flavors_from_file(path: Path) -> list[Flavor]:
     """A scheduler flavors file's flavors as request groups; granular ones are refused."""
     try:
-        # Opened first so that an unreadable file is named as the API's setting,
-        # not the scheduler's (which load_flavors' message suggests).
-        with path.open("rb"):
-            pass
-    except OSError as exc:
-        raise CapacityFileError(f"cannot read the flavors file {path}: {exc.strerror}") from None
-    try:
-        flavors = load_flavors(path)
+        flavors = load_flavors(path, FLAVORS_SETTING)
     except FlavorsFileError as exc:
-        raise CapacityFileError(_one_line(exc)) from None
+        raise CapacityFileError(str(exc)) from None
     found = []
     for name, flavor in sorted(flavors.items()):
         groups = flavor_groups(flavor)

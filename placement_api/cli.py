@@ -13,14 +13,16 @@ from typing import Annotated, Any
 
 import typer
 import uvicorn
-from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from uvicorn.supervisors import Multiprocess
 
 from placement_api import cli_capacity, cli_dashboard, cli_migration, cli_operator
 from placement_api.addresses import is_loopback
-from placement_api.auth import NOAUTH2
+from placement_api.auth import KEYSTONE, NOAUTH2
 from placement_api.capacity_sources import CapacityFileError, CapacitySources
+from placement_api.cli_settings import command_settings, valid_settings
+from placement_api.config_file import ConfigFileError
 from placement_api.db import migrations
 from placement_api.db.engine import is_sqlite_url
 from placement_api.db.outage import is_unavailable
@@ -55,17 +57,6 @@ def _refuse_open_noauth2(host: str) -> None:
         raise typer.Exit(code=2)
 
 
-def _settings() -> Settings:
-    try:
-        return get_settings()
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"PLACEMENT_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
-        )
-        console.print(f"[red]invalid settings:[/red] {problems}")
-        raise typer.Exit(code=2) from None
-
-
 def _check_capacity_files(settings: Settings) -> None:
     """Every worker reads them as it starts: read here first, a bad one is one line
     and exit 2, not a traceback (or workers that die and are restarted, forever)."""
@@ -73,6 +64,23 @@ def _check_capacity_files(settings: Settings) -> None:
         CapacitySources.from_settings(settings)
     except CapacityFileError as exc:
         console.print(f"[red]invalid capacity file:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+
+
+def _check_keystone(settings: Settings) -> None:
+    """Every worker builds keystonemiddleware as it starts: built here first, a
+    configuration it refuses is one line and exit 2, not workers dying in a loop."""
+    if settings.auth_strategy != KEYSTONE:
+        return
+    # keystonemiddleware takes a fifth of a second to import: only when it is used.
+    from placement_api.keystone import KeystoneConfigError, check_configuration
+
+    try:
+        check_configuration(settings.config_file, settings.keystone_timeout)
+    except KeystoneConfigError as exc:
+        console.print(
+            f"[red]invalid keystone configuration:[/red] {escape(str(exc))}", soft_wrap=True
+        )
         raise typer.Exit(code=2) from None
 
 
@@ -113,9 +121,10 @@ def serve(
 
     A database that does not answer yet is waited for, up to
     ``PLACEMENT_DATABASE_WAIT_TIMEOUT`` seconds."""
-    settings = _settings()
+    settings = command_settings()
     _refuse_open_noauth2(host)
     _check_capacity_files(settings)
+    _check_keystone(settings)
     with database_errors(settings.database_url):
         _wait_for_database(settings.database_url, settings.database_wait_timeout)
     with ExitStack() as stack:
@@ -196,7 +205,7 @@ def db_upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
 ) -> None:
     """Apply schema migrations (creating a SQLite file and its directory)."""
-    url = _settings().database_url
+    url = command_settings().database_url
     with database_errors(url), console.status(f"upgrading {database.display_url(url)}"):
         _ensure_sqlite_directory(url)
         migrations.upgrade(url, revision)
@@ -206,7 +215,7 @@ def db_upgrade(
 def db_current() -> None:
     """Print the schema revision and whether it is the newest: exit 0 only when
     it is, 1 when the database is empty or out of date, 2 when it cannot be read."""
-    url = _settings().database_url
+    url = command_settings().database_url
     with database_errors(url):
         database.require_existing(url)
         current = asyncio.run(migrations.current_revision(url))
@@ -221,7 +230,11 @@ def db_current() -> None:
 def status() -> None:
     """Upgrade check: database reachable, schema current, policy file valid, settings
     sane. Exit 0 when all succeed, 1 on a warning, 2 on a failure."""
-    cli_operator.status(_settings())
+    try:
+        settings = valid_settings()
+    except ConfigFileError as exc:
+        cli_operator.status_without_settings(str(exc))
+    cli_operator.status(settings)
 
 
 @app.command()
@@ -229,7 +242,7 @@ def audit(fix: cli_operator.FixOption = False, as_json: cli_operator.JsonOption 
     """Find rows the service's invariants forbid: usage that differs from the sum of
     allocations, providers over capacity, consumers without allocations, allocations
     on providers that no longer exist. Exit 0 when none remain, 1 otherwise."""
-    settings = _settings()
+    settings = command_settings()
     with database_errors(settings.database_url):
         cli_operator.audit(settings, fix=fix, as_json=as_json)
 
@@ -242,7 +255,7 @@ def capacity(
 ) -> None:
     """How many instances of each flavor still fit, by zone, aggregate or host, with
     free capacity per class (the GET /capacity report, read from the database)."""
-    settings = _settings()
+    settings = command_settings()
     with database_errors(settings.database_url):
         cli_capacity.capacity(settings, options=flavor or [], by=by, as_json=as_json)
 
@@ -251,7 +264,7 @@ def capacity(
 def policy_list(as_json: cli_operator.JsonOption = False) -> None:
     """Every rule and the check enforced now (policy file over defaults)."""
     try:
-        cli_operator.policy_list(_settings(), as_json=as_json)
+        cli_operator.policy_list(command_settings(), as_json=as_json)
     except (OSError, ValueError) as exc:
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(code=2) from None

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from placement_api.cli_settings import command_settings
 from placement_api.migration.moves import (
     MovePlan,
     plan_export,
@@ -20,7 +21,6 @@ from placement_api.migration.moves import (
 )
 from placement_api.migration.problems import MigrationError
 from placement_api.migration.progress import Phases, phases
-from placement_api.settings import get_settings
 
 console = Console(stderr=True)
 MAX_PROBLEMS_SHOWN = 50
@@ -51,7 +51,7 @@ def register(db_app: typer.Typer) -> None:
 def db_import(source: SourceOption, dry_run: DryRunOption = False) -> None:
     """Copy an upstream Placement database into ours (PLACEMENT_DATABASE_URL), which
     must be migrated and empty, in one transaction."""
-    target = get_settings().database_url
+    target = command_settings().database_url
     _move(
         lambda bars: plan_import(source, target, bars),
         lambda plan, bars: run_import(plan, target, bars),
@@ -62,7 +62,7 @@ def db_import(source: SourceOption, dry_run: DryRunOption = False) -> None:
 def db_export(target: TargetOption, dry_run: DryRunOption = False) -> None:
     """Copy our database (PLACEMENT_DATABASE_URL) into an empty upstream-schema
     database, in one transaction, so upstream Placement can serve it again."""
-    source = get_settings().database_url
+    source = command_settings().database_url
     _move(
         lambda bars: plan_export(source, target, bars),
         lambda plan, bars: run_export(plan, target, bars),

@@ -6,10 +6,11 @@ import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -29,15 +30,24 @@ err = Console(stderr=True)
 _STYLES = {0: "green", 1: "yellow", 2: "red"}
 
 
-def status(settings: Settings) -> None:
-    results = status_checks.run_checks(settings)
+def status(settings: Settings) -> NoReturn:
+    _report(status_checks.run_checks(settings))
+
+
+def status_without_settings(reason: str) -> NoReturn:
+    """The config file is unusable: its row alone, as no other check can run."""
+    _report([status_checks.config_file_failure(reason)])
+
+
+def _report(results: list[status_checks.CheckResult]) -> NoReturn:
     table = Table(title="Upgrade Check Results")
     for column in ("Check", "Result", "Details"):
         table.add_column(column)
     for result in results:
         style = _STYLES[result.code]
         label = result.code.name.title()
-        table.add_row(result.name, f"[{style}]{label}[/{style}]", result.details)
+        # Details name config sections ("[placement]"), which are not markup.
+        table.add_row(result.name, f"[{style}]{label}[/{style}]", escape(result.details))
     out.print(table)
     raise typer.Exit(code=int(status_checks.worst(results)))
 

@@ -12,6 +12,8 @@ The mapping is documented in ``docs/keystone.md``.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from oslo_config import cfg
 from pydantic.fields import FieldInfo
 from pydantic_settings import PydanticBaseSettingsSource
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 ENV_VARIABLE = "PLACEMENT_CONFIG_FILE"
 
@@ -42,19 +45,62 @@ _OPTIONS: tuple[tuple[str, cfg.Opt, str], ...] = (
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
 
 
+class ConfigFileError(Exception):
+    """A one-line reason the config file cannot be used, naming the file (and the
+    section and key, when one is at fault)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{ENV_VARIABLE}={path}: {reason}")
+
+
 def load(path: Path) -> cfg.ConfigOpts:
     """The file parsed by oslo.config; options are registered by who reads them."""
+    if not path.exists():
+        raise ConfigFileError(path, "no such file")
     if not path.is_file():
-        raise FileNotFoundError(f"{ENV_VARIABLE}: {path} does not exist")
+        raise ConfigFileError(path, "not a file")
     conf = cfg.ConfigOpts()
-    conf(
-        args=[],
-        project="placement",
-        default_config_files=[str(path)],
-        default_config_dirs=[],
-        use_env=False,
-    )
+    try:
+        conf(
+            args=[],
+            project="placement",
+            default_config_files=[str(path)],
+            default_config_dirs=[],
+            use_env=False,
+        )
+    except cfg.ConfigFilesNotFoundError:
+        raise ConfigFileError(path, "no such file") from None
+    except cfg.ConfigFilesPermissionDeniedError:
+        raise ConfigFileError(path, "cannot read it: permission denied") from None
+    except cfg.ConfigFileParseError as exc:
+        reason = _parse_reason(exc.msg or str(exc))
+        raise ConfigFileError(path, f"not an INI file: {reason}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     return conf
+
+
+def _parse_reason(message: str) -> str:
+    """oslo's "at FILE:LINE, what" as "line LINE: what" (the file is named already)."""
+    found = re.fullmatch(r"at .*:(\d+), (.*)", message, re.DOTALL)
+    reason = f"line {found[1]}: {found[2]}" if found else message
+    return " ".join(reason.split())
+
+
+def read_options(
+    path: Path, conf: cfg.ConfigOpts, group: str, options: Iterable[cfg.Opt]
+) -> dict[str, Any]:
+    """Each option registered and read, by dest: a value of the wrong type is
+    named by its section and key (oslo.config names neither)."""
+    values = {}
+    for option in options:
+        conf.register_opt(option, group=group)
+        try:
+            values[option.dest] = conf[group][option.dest]
+        except cfg.ConfigSourceValueError as exc:
+            reason = exc.__context__ if isinstance(exc.__context__, ValueError) else exc
+            raise ConfigFileError(path, f"[{group}] {option.name}: {reason}") from None
+    return values
 
 
 def settings_values(path: Path) -> dict[str, Any]:
@@ -62,12 +108,14 @@ def settings_values(path: Path) -> dict[str, Any]:
     conf = load(path)
     values: dict[str, Any] = {}
     for group, option, field in _OPTIONS:
-        conf.register_opt(option, group=group)
-        value = conf[group][option.dest]
+        value = read_options(path, conf, group, [option])[option.dest]
         if value is not None:
             values[field] = value
     if "database_url" in values:
-        values["database_url"] = async_database_url(values["database_url"])
+        try:
+            values["database_url"] = async_database_url(values["database_url"])
+        except (ValueError, ArgumentError) as exc:
+            raise ConfigFileError(path, f"[placement_database] connection: {exc}") from None
     if "policy_file" in values:
         # oslo.policy reads a relative policy_file beside the config file.
         values["policy_file"] = (path.parent / values["policy_file"]).resolve()
@@ -89,7 +137,7 @@ def async_database_url(connection: str) -> str:
     backend = url.get_backend_name()
     if backend not in _ASYNC_DRIVERS:
         raise ValueError(
-            f"[placement_database] connection: {backend} is not supported; use "
+            f"{backend} is not supported; use "
             "postgresql:// or sqlite:// (`placement-api db import --source URL` copies "
             "an upstream database into one)"
         )

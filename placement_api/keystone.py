@@ -39,7 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from keystoneauth1 import exceptions as keystoneauth_errors
 from keystonemiddleware import auth_token
+from keystonemiddleware import exceptions as middleware_errors
+from oslo_config import cfg
 from oslo_context import context as oslo_context
 
 from placement_api import config_file, errors
@@ -56,6 +59,18 @@ _REACHED = "placement.auth_token.reached"
 _THREADS = 16
 _UNAUTHORIZED = "The request you have made requires authentication."
 _UNAVAILABLE = "The identity service (Keystone) could not validate the token; try again later."
+NEEDS_CONFIG_FILE = (
+    "PLACEMENT_AUTH_STRATEGY=keystone needs PLACEMENT_CONFIG_FILE: a placement.conf "
+    "whose [keystone_authtoken] section configures keystonemiddleware"
+)
+# What building auth_token raises for a configuration it cannot use: an unknown
+# auth_type, a plugin's missing option, memcache security without a key, ...
+_REFUSALS = (
+    middleware_errors.ConfigurationError,
+    keystoneauth_errors.ClientException,
+    cfg.Error,
+    ValueError,
+)
 
 WsgiEnviron = dict[str, Any]
 StartResponse = Callable[..., Any]
@@ -123,10 +138,32 @@ def load_middleware_config(path: Path, timeout: float) -> Any:
     """The config file as keystonemiddleware reads it (oslo.config, private)."""
     conf = config_file.load(path)
     for group, options in auth_token.list_opts():
-        conf.register_opts(options, group=group)
+        # Read once here so a value of the wrong type is named by section and key.
+        config_file.read_options(path, conf, group, options)
     if conf[GROUP].http_connect_timeout is None:
         conf.set_default("http_connect_timeout", math.ceil(timeout), group=GROUP)
     return conf
+
+
+class KeystoneConfigError(Exception):
+    """One line: why keystonemiddleware cannot start with the configuration."""
+
+
+def check_configuration(config_path: Path | None, timeout: float) -> None:
+    """Build the middleware as each worker does when it starts (``app.create_app``),
+    so that a command can refuse a configuration in one line before any worker runs."""
+    if config_path is None:
+        raise KeystoneConfigError(NEEDS_CONFIG_FILE)
+    # Its warnings (no www_authenticate_uri, ...) are the workers' to log, not a check's.
+    middleware_log = logging.getLogger(auth_token.__name__)
+    level = middleware_log.level
+    middleware_log.setLevel(logging.ERROR)
+    try:
+        KeystoneAuthenticator(config_path, timeout=timeout).close()
+    except config_file.ConfigFileError as exc:
+        raise KeystoneConfigError(str(exc)) from None
+    finally:
+        middleware_log.setLevel(level)
 
 
 class KeystoneAuthenticator:
@@ -134,7 +171,11 @@ class KeystoneAuthenticator:
 
     def __init__(self, config_path: Path, *, timeout: float) -> None:
         conf = load_middleware_config(config_path, timeout)
-        self._middleware = auth_token.AuthProtocol(_reached, {"oslo_config_config": conf})
+        try:
+            self._middleware = auth_token.AuthProtocol(_reached, {"oslo_config_config": conf})
+        except _REFUSALS as exc:
+            reason = " ".join(str(exc).split())
+            raise config_file.ConfigFileError(config_path, f"[{GROUP}]: {reason}") from None
         self._timeout = timeout
         self._executor = ThreadPoolExecutor(_THREADS, thread_name_prefix="auth_token")
 

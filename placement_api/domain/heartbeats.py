@@ -8,19 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn, cast
 
-from sqlalchemy import (
-    JSON,
-    ColumnElement,
-    DateTime,
-    Integer,
-    Interval,
-    Table,
-    func,
-    literal,
-    not_,
-    null,
-    select,
-)
+from sqlalchemy import JSON, ColumnElement, Integer, Table, literal, not_, null, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -179,18 +167,4 @@ def alive_at(session: AsyncSession, now: datetime, missed_intervals: int) -> Col
     """``now <= down_after`` in SQL, exact to the microsecond as ``_heartbeat``'s
     ``down_after`` is: ``last_seen >= now - interval * missed_intervals`` seconds."""
     grace = ProviderHeartbeat.interval_seconds * missed_intervals
-    if session.get_bind().dialect.name == "postgresql":
-        since = literal(now, DateTime(timezone=True)) - func.make_interval(
-            0, 0, 0, 0, 0, 0, grace, type_=Interval()
-        )
-        return ProviderHeartbeat.last_seen >= since
-    # SQLite stores 'YYYY-MM-DD HH:MM:SS.ffffff' (UTC) and compares it as text. Its
-    # date functions keep milliseconds only, so they shift the whole seconds and the
-    # microseconds are appended as they are (the grace is whole seconds).
-    moment = now.astimezone(UTC)
-    shifted = func.strftime(
-        "%Y-%m-%d %H:%M:%S",
-        moment.strftime("%Y-%m-%d %H:%M:%S"),
-        func.printf("-%d seconds", grace),
-    )
-    return ProviderHeartbeat.last_seen >= shifted + f".{moment.microsecond:06d}"
+    return dialect.not_before(session, _TABLE.c.last_seen, now, grace)

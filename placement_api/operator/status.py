@@ -17,6 +17,8 @@ from placement_api.operator import database
 from placement_api.policy import Policy
 from placement_api.settings import Settings
 
+_CONFIG_FILE = "Config file"
+
 
 class Code(IntEnum):
     SUCCESS = 0
@@ -33,6 +35,7 @@ class CheckResult:
 
 def run_checks(settings: Settings) -> list[CheckResult]:
     checks: list[tuple[str, Callable[[Settings], tuple[Code, str]]]] = [
+        (_CONFIG_FILE, _config_file),
         ("Database reachable and schema current", _schema),
         ("Policy file", _policy_file),
         ("Authentication", _auth),
@@ -45,6 +48,11 @@ def run_checks(settings: Settings) -> list[CheckResult]:
         code, details = check(settings)
         results.append(CheckResult(name, code, details))
     return results
+
+
+def config_file_failure(reason: str) -> CheckResult:
+    """The settings could not be read (``config_file.ConfigFileError``)."""
+    return CheckResult(_CONFIG_FILE, Code.FAILURE, reason)
 
 
 def worst(results: list[CheckResult]) -> Code:
@@ -97,7 +105,21 @@ def _auth(settings: Settings) -> tuple[Code, str]:
             Code.WARNING,
             "noauth2 trusts any token: for tests only; set PLACEMENT_AUTH_STRATEGY=keystone",
         )
-    return Code.SUCCESS, settings.auth_strategy
+    # keystonemiddleware takes a fifth of a second to import: only when it is used.
+    from placement_api.keystone import KeystoneConfigError, check_configuration
+
+    try:
+        check_configuration(settings.config_file, settings.keystone_timeout)
+    except KeystoneConfigError as exc:
+        return Code.FAILURE, str(exc)
+    return Code.SUCCESS, f"keystone: [keystone_authtoken] of {settings.config_file}"
+
+
+def _config_file(settings: Settings) -> tuple[Code, str]:
+    """Read with the settings: reached only when it parsed (or none is set)."""
+    if settings.config_file is None:
+        return Code.SUCCESS, "none: PLACEMENT_* variables and defaults"
+    return Code.SUCCESS, f"{settings.config_file} parses"
 
 
 def _backend(settings: Settings) -> tuple[Code, str]:

@@ -211,7 +211,11 @@ class Pipeline:
             names=tuple(w.plugin.name for w in self.weighers),
             multipliers=tuple(w.multiplier for w in self.weighers),
             raw=raw,
-            normalised=tuple(normalise(column) for column in raw),
+            # A column that does not apply is all zeros: normalised it is itself.
+            normalised=tuple(
+                normalise(column) if applies else column
+                for column, applies in zip(raw, applying, strict=True)
+            ),
             constant=tuple(
                 None if applies else zero
                 for zero, applies in zip(self._zero_terms, applying, strict=True)

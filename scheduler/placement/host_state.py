@@ -71,9 +71,10 @@ class UsageBook:
         return self._usage.get(provider, {}).get(resource_class)
 
     def free(self, providers: tuple[str, ...], resource_class: str) -> int:
+        usages = self._usage
         free = 0
         for rp in providers:
-            usage = self._usage.get(rp, _NONE).get(resource_class)
+            usage = usages.get(rp, _NONE).get(resource_class)
             if usage is not None:
                 free += usage.capacity - usage.used
         return free
@@ -224,12 +225,18 @@ class HostState:
 
     def _look_up(self) -> None:
         """The usages each request draws on; a request short of one cannot fit."""
+        book = self.book
         self._slots = []
         for request in self.requests:
-            slots = [(self.book.usage(rp, rc), amount) for rp, rc, amount in needs_of(request)]
-            if all(usage is not None for usage, _ in slots):
-                self._slots.append((request, tuple((u, a) for u, a in slots if u is not None)))
-        self._looked_up = self.book.added
+            slots = []
+            for rp, rc, amount in needs_of(request):
+                usage = book.usage(rp, rc)
+                if usage is None:
+                    break
+                slots.append((usage, amount))
+            else:
+                self._slots.append((request, tuple(slots)))
+        self._looked_up = book.added
 
     def shortfall(self) -> str:
         reasons = (self.book.shortfall(r) for r in self.requests)

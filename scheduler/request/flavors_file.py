@@ -26,10 +26,13 @@ from pathlib import Path
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from scheduler.request.file_errors import validation_reason, yaml_reason
 from scheduler.request.flavor import Flavor
 
 FLAVORS_FILE_VARIABLE = "PLACEMENT_SCHEDULER_FLAVORS_FILE"
 DEFAULT_FLAVORS_FILE = Path("/etc/placement-scheduler/flavors.yaml")
+# How the scheduler's command names the file, for a file it cannot read.
+FLAVORS_FILE_SETTING = f"--flavors-file or {FLAVORS_FILE_VARIABLE}"
 
 _FLAVORS = TypeAdapter(dict[str, Flavor])
 
@@ -38,27 +41,25 @@ class FlavorsFileError(Exception):
     """A one-line reason the flavor could not be read."""
 
 
-def load_flavors(path: Path) -> dict[str, Flavor]:
-    """Every flavor of the file, by name."""
+def load_flavors(path: Path, setting: str) -> dict[str, Flavor]:
+    """Every flavor of the file, by name; ``setting`` names where the path came
+    from (the scheduler's option, the API's setting) in an unreadable file's message."""
     try:
         document = yaml.safe_load(path.read_text())
     except OSError as exc:
         raise FlavorsFileError(
-            f"cannot read the flavors file {path}: {exc.strerror}; "
-            f"give --flavors-file or set {FLAVORS_FILE_VARIABLE}"
+            f"cannot read the flavors file {path} ({setting}): {exc.strerror}"
         ) from None
     except yaml.YAMLError as exc:
-        raise FlavorsFileError(f"{path} is not valid YAML: {exc}") from None
+        raise FlavorsFileError(f"{path} is not valid YAML: {yaml_reason(exc)}") from None
     try:
         return _FLAVORS.validate_python(document or {})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise FlavorsFileError(f"{path}: {where}: {first['msg']}") from None
+        raise FlavorsFileError(f"{path}: {validation_reason(exc)}") from None
 
 
 def load_flavor(path: Path, name: str) -> Flavor:
-    flavors = load_flavors(path)
+    flavors = load_flavors(path, FLAVORS_FILE_SETTING)
     if name not in flavors:
         known = ", ".join(sorted(flavors)) or "none"
         raise FlavorsFileError(f"no flavor {name!r} in {path} (it has: {known})")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from placement_api.capacity_sources import CapacityFileError, flavors_from_file, load_zone_map
+from scheduler.request.flavors_file import FlavorsFileError, load_flavor
 
 RACK = "6f0c3a52-1b7e-4d2a-9c85-3e1f2a4b6d70"
 
@@ -45,19 +46,44 @@ def test_a_bad_aggregates_file_is_one_line_naming_it(
     assert "\n" not in str(raised.value)
 
 
-def test_a_missing_file_says_which_one_and_why(tmp_path: Path) -> None:
+def test_a_missing_file_says_which_one_which_setting_and_why(tmp_path: Path) -> None:
     missing = tmp_path / "gone.yaml"
     with pytest.raises(CapacityFileError) as raised:
         load_zone_map(missing, "nova")
     assert str(raised.value) == (
-        f"cannot read the aggregates file {missing}: No such file or directory"
+        f"cannot read the aggregates file {missing} (PLACEMENT_CAPACITY_AGGREGATES_FILE): "
+        "No such file or directory"
     )
     with pytest.raises(CapacityFileError) as raised:
         flavors_from_file(missing)
-    # The API's file, not the scheduler's variable its parser would suggest.
+    # The API's setting, not the scheduler's option and variable.
     assert str(raised.value) == (
-        f"cannot read the flavors file {missing}: No such file or directory"
+        f"cannot read the flavors file {missing} (PLACEMENT_CAPACITY_FLAVORS_FILE): "
+        "No such file or directory"
     )
+
+
+def test_the_scheduler_names_its_own_setting_for_the_same_file(tmp_path: Path) -> None:
+    missing = tmp_path / "gone.yaml"
+    with pytest.raises(FlavorsFileError) as raised:
+        load_flavor(missing, "m1")
+    assert str(raised.value) == (
+        f"cannot read the flavors file {missing} "
+        "(--flavors-file or PLACEMENT_SCHEDULER_FLAVORS_FILE): No such file or directory"
+    )
+
+
+def test_the_scheduler_and_the_api_word_a_bad_file_alike(tmp_path: Path) -> None:
+    """One formatter for YAML's and pydantic's errors: the same line from both."""
+    path = tmp_path / "flavors.yaml"
+    for text in ("m1: [unclosed\n", "m1:\n  vcpus: one\n  memory_mb: 1\n"):
+        path.write_text(text)
+        with pytest.raises(FlavorsFileError) as scheduler:
+            load_flavor(path, "m1")
+        with pytest.raises(CapacityFileError) as api:
+            flavors_from_file(path)
+        assert str(scheduler.value) == str(api.value)
+        assert "\n" not in str(scheduler.value)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from placement_api.config_file import async_database_url
+from placement_api.config_file import ConfigFileError, async_database_url
 from placement_api.settings import Settings
 
 UPSTREAM_CONF = """\
@@ -105,7 +105,7 @@ def test_options_the_file_leaves_out_keep_their_defaults(
 
 
 def test_missing_config_file_stops_start_up(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match=r"absent\.conf"):
+    with pytest.raises(ConfigFileError, match=r"absent\.conf: no such file$"):
         Settings(config_file=tmp_path / "absent.conf")
 
 

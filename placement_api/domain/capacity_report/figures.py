@@ -86,15 +86,28 @@ def _per_host(layout: ClassLayout, hosts: int) -> list[list[Any]]:
 
 
 def host_view(sums: Sequence[Any]) -> dict[str, Any]:
-    physical = sums[SUM_TOTAL] - sums[SUM_RESERVED]
-    return {
-        "total": sums[SUM_TOTAL],
-        "reserved": sums[SUM_RESERVED],
-        "allocation_ratio": sums[WEIGHT] / physical if physical > 0 else sums[FALLBACK],
-        "capacity": sums[SUM_CAPACITY],
-        "used": sums[SUM_USED],
-        "free": sums[SUM_CAPACITY] - sums[SUM_USED],
-    }
+    """One provider's figures of a class (a sharing provider's row): ``_views``'s formula."""
+    (view,) = _views([[value] for value in sums])
+    assert view is not None, "a provider's own row"
+    return view
+
+
+def _views(figures: Sequence[Sequence[Any]]) -> list[dict[str, Any] | None]:
+    """Each position's figures of a class (None where it has no row), taken down the
+    figures' columns: one loop for 10,000 hosts, no call per host."""
+    return [
+        {
+            "total": t,
+            "reserved": r,
+            "allocation_ratio": w / (t - r) if t > r else fallback,
+            "capacity": c,
+            "used": u,
+            "free": c - u,
+        }
+        if n
+        else None
+        for n, t, r, c, u, w, fallback in zip(*figures[:OVERCOMMITTED], strict=True)
+    ]
 
 
 def summary_view(sums: Sequence[Any]) -> dict[str, Any]:
@@ -129,22 +142,7 @@ class CloudFigures:
 
     def host_views(self) -> list[dict[str, dict[str, Any]]]:
         """Per host position, its tree's figures per class (classes it has rows of)."""
-        views = [
-            [
-                {
-                    "total": t,
-                    "reserved": r,
-                    "allocation_ratio": w / (t - r) if t > r else fallback,
-                    "capacity": c,
-                    "used": u,
-                    "free": c - u,
-                }
-                if n
-                else None
-                for n, t, r, c, u, w, fallback in zip(*figures[:OVERCOMMITTED], strict=True)
-            ]
-            for _, figures in self._classes
-        ]
+        views = [_views(figures) for _, figures in self._classes]
         names = [name for name, _ in self._classes]
         if not views:
             return [{} for _ in range(self._hosts)]

@@ -126,21 +126,21 @@ def new_consumer_values(claim: ConsumerClaim) -> dict[str, Any]:
 
 
 # What the consumers hold, with the provider uuids and class names the
-# change feed reports them by.
+# change feed reports them by: looked up per row by key (a join would be
+# planned, for an array of unknown length, as a scan of every provider).
 HELD = Prepared.per_dialect(
-    lambda member: (
-        select(
-            _allocations.c.consumer_id,
-            _allocations.c.resource_provider_id,
-            _allocations.c.resource_class_id,
-            _allocations.c.used,
-            _providers.c.uuid,
-            _classes.c.name,
-        )
-        .join(_providers, _providers.c.id == _allocations.c.resource_provider_id)
-        .join(_classes, _classes.c.id == _allocations.c.resource_class_id)
-        .where(member(_allocations.c.consumer_id, "consumer_ids"))
-    )
+    lambda member: select(
+        _allocations.c.consumer_id,
+        _allocations.c.resource_provider_id,
+        _allocations.c.resource_class_id,
+        _allocations.c.used,
+        select(_providers.c.uuid)
+        .where(_providers.c.id == _allocations.c.resource_provider_id)
+        .scalar_subquery(),
+        select(_classes.c.name)
+        .where(_classes.c.id == _allocations.c.resource_class_id)
+        .scalar_subquery(),
+    ).where(member(_allocations.c.consumer_id, "consumer_ids"))
 )
 
 DELETE_HELD = Prepared.per_dialect(
@@ -162,11 +162,14 @@ LOCK_PROVIDERS = Prepared.per_dialect(
     lambda member: _lock_in_order(member).add_columns(_providers.c.generation)
 )
 # The subquery takes the row locks in id order; the update then only
-# touches rows this transaction holds.
+# touches rows this transaction holds (found by key, not by a scan).
 LOCK_AND_BUMP_PROVIDERS = Prepared.per_dialect(
     lambda member: (
         update(_providers)
-        .where(_providers.c.id.in_(_lock_in_order(member).scalar_subquery()))
+        .where(
+            member(_providers.c.id, "provider_ids"),
+            _providers.c.id.in_(_lock_in_order(member).scalar_subquery()),
+        )
         .values(generation=_providers.c.generation + 1, updated_at=bindparam("bumped_at"))
         .returning(_providers.c.id, _providers.c.generation)
     )

@@ -8,7 +8,8 @@ A scratch PostgreSQL database with ``--providers`` hosts; the app is called
 as the server calls it (raw ASGI, no HTTP client in the way), one claim at a
 time (new consumer, VCPU:1 MEMORY_MB:256 DISK_GB:1 on a random host). First
 the CPU per claim of this process without the profiler (app, SQLAlchemy and
-asyncpg; PostgreSQL's own work is not in it), then by phase of the request
+asyncpg) and of the PostgreSQL sessions open on the database (its own
+work, the same claims: one at a time, so no lock waits in it), then by phase of the request
 (``claims_phases.py``), then the same under cProfile, printed by cumulative
 time. With ``--per-post N`` each request is a ``POST /allocations`` of N
 new consumers (on random hosts): CPU is given per consumer, and the phases
@@ -34,9 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import candidates_servers as servers
 
+from bench import claims_db
 from bench.claims_load import FLAVOR
 from bench.claims_phases import report as phases_report
 from bench.claims_phases import timed_phases
+from bench.scheduler_bench_infra import cpu_seconds, cpu_used
 from placement_api.app import create_app
 from placement_api.settings import Settings
 
@@ -147,14 +150,18 @@ async def claims(app: Any, providers: list[str], count: int, per_post: int = 0) 
     return time.process_time() - started
 
 
-async def profile(options: argparse.Namespace, url: str) -> None:
+async def profile(options: argparse.Namespace, url: str, database: str) -> None:
     app = create_app(Settings(database_url=url, auth_strategy="noauth2"))
     async with app.router.lifespan_context(app):
         providers = await seed(app, options.providers)
         count, per_post = options.claims, options.per_post
         await claims(app, providers, count // 4, per_post)  # warm: pools, caches, statements
+        backends = await claims_db.backend_pids(options.pg_url, database)
+        before = cpu_seconds(backends)
         cpu = await claims(app, providers, count, per_post)
+        database_cpu = cpu_used(before, cpu_seconds(backends))
         print(f"in process: {1000 * cpu / count:.3f} ms CPU per claim (no profiler)")
+        print(f"PostgreSQL: {1000 * database_cpu / count:.3f} ms CPU per claim (its sessions)")
         spent: dict[str, float] = {}
         with timed_phases(spent):
             cpu = await claims(app, providers, count, per_post)
@@ -193,7 +200,7 @@ def main() -> None:
     database = f"bench_claims_profile_{os.getpid()}"
     try:
         url = servers.prepare_ours(options.pg_url, database)
-        asyncio.run(profile(options, url))
+        asyncio.run(profile(options, url, database))
     finally:
         asyncio.run(servers.drop_database(options.pg_url, database))
 

@@ -130,11 +130,11 @@ class Consumer(TimestampMixin, Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     uuid: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"), nullable=False)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False)
-    consumer_type_id: Mapped[int | None] = mapped_column(
-        ForeignKey("consumer_types.id"), nullable=True
-    )
+    # Ids of projects, users and consumer_types, none of which is ever
+    # deleted: no foreign keys (migration 0006, docs/architecture.md).
+    project_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    user_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    consumer_type_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     generation: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
 
 
@@ -148,15 +148,12 @@ class Allocation(TimestampMixin, Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    resource_provider_id: Mapped[int] = mapped_column(
-        ForeignKey("resource_providers.id"), nullable=False
-    )
-    consumer_id: Mapped[int] = mapped_column(
-        ForeignKey("consumers.id", ondelete="CASCADE"), nullable=False
-    )
-    resource_class_id: Mapped[int] = mapped_column(
-        ForeignKey("resource_classes.id"), nullable=False
-    )
+    # No foreign keys (migration 0006): the write path's row locks keep every
+    # row's provider, consumer and inventory (so class) in existence
+    # (docs/architecture.md, "Integrity without foreign keys").
+    resource_provider_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    consumer_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    resource_class_id: Mapped[int] = mapped_column(Integer, nullable=False)
     used: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 

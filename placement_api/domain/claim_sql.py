@@ -126,21 +126,21 @@ def new_consumer_values(claim: ConsumerClaim) -> dict[str, Any]:
 
 
 # What the consumers hold, with the provider uuids and class names the
-# change feed reports them by.
+# change feed reports them by: looked up per row by key (a join would be
+# planned, for an array of unknown length, as a scan of every provider).
 HELD = Prepared.per_dialect(
-    lambda member: (
-        select(
-            _allocations.c.consumer_id,
-            _allocations.c.resource_provider_id,
-            _allocations.c.resource_class_id,
-            _allocations.c.used,
-            _providers.c.uuid,
-            _classes.c.name,
-        )
-        .join(_providers, _providers.c.id == _allocations.c.resource_provider_id)
-        .join(_classes, _classes.c.id == _allocations.c.resource_class_id)
-        .where(member(_allocations.c.consumer_id, "consumer_ids"))
-    )
+    lambda member: select(
+        _allocations.c.consumer_id,
+        _allocations.c.resource_provider_id,
+        _allocations.c.resource_class_id,
+        _allocations.c.used,
+        select(_providers.c.uuid)
+        .where(_providers.c.id == _allocations.c.resource_provider_id)
+        .scalar_subquery(),
+        select(_classes.c.name)
+        .where(_classes.c.id == _allocations.c.resource_class_id)
+        .scalar_subquery(),
+    ).where(member(_allocations.c.consumer_id, "consumer_ids"))
 )
 
 DELETE_HELD = Prepared.per_dialect(
@@ -162,11 +162,14 @@ LOCK_PROVIDERS = Prepared.per_dialect(
     lambda member: _lock_in_order(member).add_columns(_providers.c.generation)
 )
 # The subquery takes the row locks in id order; the update then only
-# touches rows this transaction holds.
+# touches rows this transaction holds (found by key, not by a scan).
 LOCK_AND_BUMP_PROVIDERS = Prepared.per_dialect(
     lambda member: (
         update(_providers)
-        .where(_providers.c.id.in_(_lock_in_order(member).scalar_subquery()))
+        .where(
+            member(_providers.c.id, "provider_ids"),
+            _providers.c.id.in_(_lock_in_order(member).scalar_subquery()),
+        )
         .values(generation=_providers.c.generation + 1, updated_at=bindparam("bumped_at"))
         .returning(_providers.c.id, _providers.c.generation)
     )
@@ -184,6 +187,20 @@ _ARRAY_PARAMETERS = [
     bindparam(name, type_=ARRAY(BigInteger if name in ("changes", "row_used") else Integer))
     for name in ("providers", "classes", "changes", *_ROW_ARRAYS)
 ]
+
+
+def _unseen(name: str) -> str:
+    """The array bound as ``name``, read through a sub-select so that the
+    planner never sees its values: each plan is then as good for any array,
+    and PostgreSQL keeps one generic plan for the prepared statement instead
+    of planning every run, which cost a claim's write statement more than
+    running it (docs/performance.md, "Claims")."""
+    element = "BIGINT" if name in ("changes", "row_used") else "INTEGER"
+    return f"CAST((SELECT :{name}) AS {element}[])"
+
+
+_NEW_ROWS = f"unnest({', '.join(_unseen(name) for name in _ROW_ARRAYS)})"
+_CHANGES = f"unnest({', '.join(_unseen(name) for name in ('providers', 'classes', 'changes'))})"
 # The new allocation rows go in with the usage, in the same round trip
 # (SQLite: a second statement).
 _USAGE_UPDATE = Prepared(
@@ -201,10 +218,10 @@ _USAGE_UPDATE = Prepared(
         f"""
         WITH inserted AS (
             INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
-            SELECT * FROM unnest(:row_consumers, :row_providers, :row_classes, :row_used)
+            SELECT * FROM {_NEW_ROWS}
         )
         UPDATE inventories SET used = inventories.used + d.change
-        FROM unnest(:providers, :classes, :changes) AS d(rp, rc, change)
+        FROM {_CHANGES} AS d(rp, rc, change)
         WHERE inventories.resource_provider_id = d.rp AND inventories.resource_class_id = d.rc
           AND {_FITS}
         RETURNING {_RETURNED}
@@ -226,8 +243,9 @@ _LOCK_AND_APPLY = Prepared(
         WITH locked AS (
             UPDATE resource_providers
             SET generation = resource_providers.generation + 1, updated_at = :bumped_at
-            WHERE resource_providers.id IN (
-                SELECT id FROM resource_providers WHERE id = ANY(:provider_ids)
+            WHERE resource_providers.id = ANY({_unseen("provider_ids")})
+              AND resource_providers.id IN (
+                SELECT id FROM resource_providers WHERE id = ANY({_unseen("provider_ids")})
                 ORDER BY id FOR UPDATE
             )
             RETURNING resource_providers.id, resource_providers.generation
@@ -237,12 +255,12 @@ _LOCK_AND_APPLY = Prepared(
         ),
         inserted AS (
             INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
-            SELECT * FROM unnest(:row_consumers, :row_providers, :row_classes, :row_used)
+            SELECT * FROM {_NEW_ROWS}
             WHERE (SELECT all_locked FROM ready)
         ),
         applied AS (
             UPDATE inventories SET used = inventories.used + d.change
-            FROM unnest(:providers, :classes, :changes) AS d(rp, rc, change)
+            FROM {_CHANGES} AS d(rp, rc, change)
             WHERE inventories.resource_provider_id = d.rp
               AND inventories.resource_class_id = d.rc
               AND {_FITS} AND (SELECT all_locked FROM ready)

@@ -40,15 +40,30 @@ async def usage_drift(settings: Settings) -> list[tuple[Any, ...]]:
 
 
 async def orphan_allocations(settings: Settings) -> list[tuple[Any, ...]]:
-    """Allocations without a provider, a consumer, or an inventory to draw on (should be none)."""
+    """Allocations without a provider, a consumer, a class, or an inventory to
+    draw on (should be none: no foreign key keeps them out, the write path's
+    locks do)."""
     return await _rows(
         settings,
         "SELECT a.id FROM allocations a "
         "LEFT JOIN resource_providers p ON p.id = a.resource_provider_id "
         "LEFT JOIN consumers c ON c.id = a.consumer_id "
+        "LEFT JOIN resource_classes rc ON rc.id = a.resource_class_id "
         "LEFT JOIN inventories i ON i.resource_provider_id = a.resource_provider_id "
         "AND i.resource_class_id = a.resource_class_id "
-        "WHERE p.id IS NULL OR c.id IS NULL OR i.id IS NULL",
+        "WHERE p.id IS NULL OR c.id IS NULL OR rc.id IS NULL OR i.id IS NULL",
+    )
+
+
+async def consumers_without_owners(settings: Settings) -> list[tuple[Any, ...]]:
+    """Consumers whose project, user or type is missing (should be none)."""
+    return await _rows(
+        settings,
+        "SELECT c.uuid FROM consumers c "
+        "LEFT JOIN projects p ON p.id = c.project_id "
+        "LEFT JOIN users u ON u.id = c.user_id "
+        "LEFT JOIN consumer_types t ON t.id = c.consumer_type_id "
+        "WHERE p.id IS NULL OR u.id IS NULL OR (c.consumer_type_id IS NOT NULL AND t.id IS NULL)",
     )
 
 

@@ -28,6 +28,7 @@ from tests.api.allocation_helpers import (
 )
 from tests.db.allocation_state import (
     consumers_without_allocations,
+    consumers_without_owners,
     orphan_allocations,
     set_allocation_ratio,
     usage_drift,
@@ -49,6 +50,7 @@ async def _consistent(settings: Settings) -> None:
     assert await usage_drift(settings) == []
     assert await orphan_allocations(settings) == []
     assert await consumers_without_allocations(settings) == []
+    assert await consumers_without_owners(settings) == []
 
 
 async def test_claims_on_one_provider_stop_exactly_at_capacity(
@@ -200,6 +202,45 @@ async def test_deleting_a_provider_while_claims_race_leaves_no_orphans(
             assert granted, "the delete was refused, so some claim came first"
             assert {r.status_code for r in responses} == {204}
             assert await usages(api, rp) == {"VCPU": len(granted)}
+        await _consistent(settings)
+
+
+async def _remove_class(
+    api: PlacementClient, rp: str, name: str, *, yields: int
+) -> tuple[int, int]:
+    """Remove the provider's inventory of the class, then the class, after
+    ``yields`` turns of the event loop; the two answers' statuses."""
+    for _ in range(yields):
+        await asyncio.sleep(0)
+    inventory = await api.delete(f"/resource_providers/{rp}/inventories/{name}")
+    deleted = await api.delete(f"/resource_classes/{name}")
+    return inventory.status_code, deleted.status_code
+
+
+async def test_deleting_a_class_while_claims_race_leaves_no_orphans(
+    api: PlacementClient, settings: Settings
+) -> None:
+    """Claims of a custom class race the removal of its only inventory, then
+    of the class: whichever comes first, no allocation outlives either."""
+    for round_ in range(4):
+        name = f"CUSTOM_RACED_{round_}"
+        assert (await api.put(f"/resource_classes/{name}")).status_code == 201
+        rp = await provider_with(api, {name: {"total": 1000}, "VCPU": {"total": 1000}})
+
+        claims = [put_allocations(api, new_uuid(), {rp: {name: 1, "VCPU": 1}}) for _ in range(20)]
+        # Started in this order: half the claims, the removal (a little later
+        # each round, so either may come first), the other half.
+        first = [asyncio.ensure_future(claim) for claim in claims[:10]]
+        removal = asyncio.ensure_future(_remove_class(api, rp, name, yields=round_))
+        responses = await asyncio.gather(*first, *claims[10:])
+        inventory_status, class_status = await removal
+        granted = sum(r.status_code == 204 for r in responses)
+        if granted:
+            assert (inventory_status, class_status) == (409, 409)
+            assert await usages(api, rp) == {name: granted, "VCPU": granted}
+        else:
+            assert (inventory_status, class_status) == (204, 204)
+        assert _outcomes(responses).keys() <= {(204, None), (409, "capacity")}
         await _consistent(settings)
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from placement_api.db.engine import create_engine
 from placement_api.settings import Settings
 from tests.api.allocation_helpers import error, new_uuid, provider_with, put_allocations, usages
+from tests.db.allocation_state import consumers_without_allocations, orphan_allocations
 from tests.support.client import PlacementClient
 
 # Bounds the wait for the claim to queue on the lock, not a timing assertion.
@@ -91,3 +92,58 @@ async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
         assert response.status_code == 409, response.text
         assert error(response)["conflict"] == "capacity"
         assert set(found.values()) == {0}
+
+
+# What a provider or class delete does once nothing refuses it (no allocation,
+# no inventory of the class): its rows go, in the lock holder's transaction.
+_DELETE_PROVIDER = "DELETE FROM resource_providers WHERE uuid = :uuid"
+_DELETE_CLASS = (
+    f"DELETE FROM inventories WHERE resource_provider_id = {_PROVIDER} "
+    "AND resource_class_id = (SELECT id FROM resource_classes WHERE name = :name); "
+    "DELETE FROM resource_classes WHERE name = :name"
+)
+
+
+@pytest.mark.parametrize(
+    ("removal", "status", "detail"),
+    [
+        (_DELETE_PROVIDER, 400, "does not exist"),
+        (_DELETE_CLASS, 409, "invalid"),
+    ],
+)
+async def test_a_claim_waiting_on_what_is_deleted_writes_nothing(
+    api: PlacementClient,
+    settings: Settings,
+    backend: str,
+    removal: str,
+    status: int,
+    detail: str,
+) -> None:
+    """No foreign key refuses the claim's rows (migration 0006): the provider
+    lock it waited for does. It answers as if the delete had come first."""
+    if backend != "postgresql":
+        pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
+    assert (await api.put("/resource_classes/CUSTOM_GONE")).status_code == 201
+    rp = await provider_with(api, {"CUSTOM_GONE": {"total": 4}, "VCPU": {"total": 4}})
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.connect() as holder, engine.connect() as watcher:
+            await watcher.execution_options(isolation_level="AUTOCOMMIT")
+            transaction = await holder.begin()
+            await holder.execute(
+                text("SELECT id FROM resource_providers WHERE uuid = :uuid FOR UPDATE"),
+                {"uuid": rp},
+            )
+            wanted = {"CUSTOM_GONE": 1, "VCPU": 1}
+            claim = asyncio.create_task(put_allocations(api, new_uuid(), {rp: wanted}))
+            await _until_a_session_waits_for_a_lock(watcher)
+            for statement in removal.split("; "):
+                await holder.execute(text(statement), {"uuid": rp, "name": "CUSTOM_GONE"})
+            await transaction.commit()
+            response = await claim
+    finally:
+        await engine.dispose()
+    assert response.status_code == status, response.text
+    assert detail in error(response)["detail"]
+    assert await orphan_allocations(settings) == []
+    assert await consumers_without_allocations(settings) == []

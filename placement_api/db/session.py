@@ -22,6 +22,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcon
 
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session
+from sqlalchemy.util import greenlet_spawn
 
 from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
 from placement_api.observability.metrics import CONNECTION_WAIT_SECONDS
@@ -72,13 +74,19 @@ async def unit_of_work(factory: SessionFactory, *, write: bool) -> AsyncIterator
             except BaseException:
                 await session.rollback()
                 raise
-            if not autocommit:
-                await session.commit()
+            # Committed and closed in one pass into SQLAlchemy's synchronous
+            # session (``AsyncSession.commit`` and ``close`` are a greenlet each).
+            await greenlet_spawn(_finish, session.sync_session, not autocommit)
         except BaseException:
             # Closed in a task of its own, awaited even if this one is cancelled
             # meanwhile: a connection is never left checked out.
             async with session:
                 raise
-        # Its connection is released (committed) or idle (autocommit): closing
-        # it waits for nothing.
-        await session.close()
+
+
+def _finish(session: Session, commit: bool) -> None:
+    if commit:
+        session.commit()
+    # Its connection is released (committed) or idle (autocommit): closing
+    # it waits for nothing.
+    session.close()

@@ -15,6 +15,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from placement_api import deps
 from placement_api.domain import changes, claims, consumers
@@ -37,8 +38,10 @@ PHASES: dict[str, tuple[Any, str]] = {
     "write: lock, bump, rows, usage, settle": (claims, "write"),
     "change feed: queue the entry": (changes, "allocations_changed"),
     "change feed: append at commit": (changes, "_append_on_postgresql"),
-    "commit (less the feed's append)": (AsyncSession, "commit"),
-    "close the session": (AsyncSession, "close"),
+    # The synchronous session's: the unit of work commits and closes in one
+    # greenlet, not through AsyncSession.commit and close.
+    "commit (less the feed's append)": (Session, "commit"),
+    "close the session": (Session, "close"),
 }
 
 

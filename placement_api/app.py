@@ -15,6 +15,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
+from starlette.types import ASGIApp
 
 from placement_api import errors, microversion
 from placement_api.auth import KEYSTONE, Authenticator, NoAuth2Authenticator
@@ -23,6 +24,7 @@ from placement_api.change_feed import ChangeFeed
 from placement_api.db.engine import engine_for
 from placement_api.db.session import make_session_factory, unit_of_work
 from placement_api.deps import Services
+from placement_api.dispatch import Dispatcher
 from placement_api.domain.standard_names import sync_standard_names
 from placement_api.keystone import KeystoneAuthenticator
 from placement_api.middleware import PlacementRequestMiddleware
@@ -54,6 +56,29 @@ class PlacementCORSMiddleware(CORSMiddleware):
         else:
             del response.headers["access-control-allow-headers"]
         return response
+
+
+class PlacementApp(FastAPI):
+    """FastAPI with fewer layers around each request: the app's middleware
+    around ``Dispatcher`` (routing, the exception handlers), without
+    Starlette's outermost error middleware (``AccessMiddleware`` and
+    ``PlacementRequestMiddleware`` answer every exception already), FastAPI's
+    telemetry and body-limit wrappers (telemetry is off, no body limit is
+    given: ``RequestLimitsMiddleware`` has this service's) and its file
+    stack (no route takes files)."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        if self.max_body_size is not None or not Dispatcher.serves(self.router):
+            return super().build_middleware_stack()
+        handlers = {
+            key: handler
+            for key, handler in self.exception_handlers.items()
+            if key not in (500, Exception)
+        }
+        app: ASGIApp = Dispatcher(self.router, handlers)
+        for cls, args, kwargs in reversed(self.user_middleware):
+            app = cls(app, *args, **kwargs)
+        return app
 
 
 NOAUTH2_WARNING = (
@@ -127,7 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             metrics.POOL_CAPACITY.dec(pool_capacity)
             metrics.mark_worker_dead(os.getpid())
 
-    app = FastAPI(
+    app = PlacementApp(
         title="placement-api",
         version=str(microversion.MAX_VERSION),
         description=(

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Protocol
 
 from oslo_context import context as oslo_context
@@ -59,7 +60,8 @@ class RequestContext:
     def policy_identity(self) -> tuple[object, ...]:
         """Everything of the caller that policy decisions depend on: every
         field but the request id."""
-        return tuple(getattr(self, name) for name in _POLICY_FIELDS)
+        identity: tuple[object, ...] = _policy_identity(self)
+        return identity
 
     def policy_credentials(self) -> dict[str, object]:
         """The credentials oslo.policy's ``enforce`` expects.
@@ -87,6 +89,8 @@ class RequestContext:
 
 
 _POLICY_FIELDS = tuple(f.name for f in fields(RequestContext) if f.name != "request_id")
+# One C call that reads them all, in that order, into a tuple.
+_policy_identity = attrgetter(*_POLICY_FIELDS)
 
 
 class Authenticator(Protocol):

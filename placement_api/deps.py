@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any
@@ -15,7 +14,7 @@ from placement_api import errors
 from placement_api.auth import Authenticator, RequestContext
 from placement_api.capacity_sources import CapacitySources
 from placement_api.change_feed import ChangeFeed
-from placement_api.db.session import SessionFactory, unit_of_work
+from placement_api.db.session import SessionFactory, UnitOfWork
 from placement_api.domain import changes
 from placement_api.input_checks import decode_json
 from placement_api.microversion import Version
@@ -32,13 +31,13 @@ class Database:
     session_factory: SessionFactory
     change_feed: ChangeFeed
 
-    def read(self) -> AbstractAsyncContextManager[AsyncSession]:
-        return unit_of_work(self.session_factory, write=False)
+    def read(self) -> UnitOfWork:
+        return UnitOfWork(self.session_factory, write=False)
 
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncSession]:
-        async with unit_of_work(self.session_factory, write=True) as session:
-            yield session
+    def write(self) -> UnitOfWork:
+        return UnitOfWork(self.session_factory, write=True, committed=self._committed)
+
+    def _committed(self, session: AsyncSession) -> None:
         if changes.recorded(session):
             self.change_feed.committed()
 

@@ -105,6 +105,10 @@ def call_plan(dependant: Dependant, endpoint: Callable[..., Any]) -> CallPlan | 
 
 
 class PlacementRoute(APIRoute):
+    # The planned handler, which ``dispatch.Dispatcher`` calls without the
+    # route's ASGI wrapping; None when FastAPI's own handler serves the route.
+    lean_handler: Handler | None = None
+
     def get_route_handler(self) -> Handler:
         plan = call_plan(self.dependant, self.endpoint)
         if plan is None:
@@ -126,4 +130,5 @@ class PlacementRoute(APIRoute):
             response: Response = await endpoint(**arguments)
             return response
 
+        self.lean_handler = handler
         return handler

@@ -47,29 +47,22 @@ class PlacementRequestMiddleware:
             check_path_and_query(scope["path"], scope.get("query_string", b""))
         except errors.PlacementError as error:
             response = error_response(error, request_id, headers.get("accept"))
-            await response(scope, receive, _with_headers(send, request_id, version))
+            await response(scope, receive, _Stamping(send, request_id, version))
             return
         state["microversion"] = version
-        await self._call_app(scope, receive, _with_headers(send, request_id, version))
+        await self._call_app(scope, receive, _Stamping(send, request_id, version))
 
-    async def _call_app(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _call_app(self, scope: Scope, receive: Receive, send: _Stamping) -> None:
         """Run the app; an exception it lets out becomes a Placement 500, logged once.
 
         Handled here rather than re-raised (as Starlette's outermost handler
         does), so the server sees a finished response and keeps the
         connection open for the client's next request.
         """
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
         try:
-            await self.app(scope, receive, tracking_send)
+            await self.app(scope, receive, send)
         except Exception:
-            if started:
+            if send.started:
                 # Half a response is out: only closing the connection can end it.
                 raise
             request_id = scope["state"]["request_id"]
@@ -85,13 +78,41 @@ class PlacementRequestMiddleware:
             await error_response(error, request_id, accept)(scope, receive, send)
 
 
-def _with_headers(send: Send, request_id: str, version: microversion.Version) -> Send:
-    async def send_with_headers(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = MutableHeaders(scope=message)
-            headers[microversion.HEADER] = f"{microversion.SERVICE_TYPE} {version}"
-            headers.add_vary_header(microversion.HEADER.lower())
-            headers[REQUEST_ID_HEADER] = request_id
-        await send(message)
+_VERSION_KEY = microversion.HEADER.lower().encode("latin-1")
+_REQUEST_ID_KEY = REQUEST_ID_HEADER.encode("latin-1")
+_STAMPED_KEYS = frozenset((_VERSION_KEY, _REQUEST_ID_KEY, b"vary"))
 
-    return send_with_headers
+
+class _Stamping:
+    """The server's send, adding the negotiated microversion and the request
+    id to the start of the answer; it notes whether the answer has started."""
+
+    __slots__ = ("_request_id", "_send", "_version", "started")
+
+    def __init__(self, send: Send, request_id: str, version: microversion.Version) -> None:
+        self._send = send
+        self._request_id = request_id
+        self._version = version
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            self._stamp(message)
+        await self._send(message)
+
+    def _stamp(self, message: Message) -> None:
+        version = f"{microversion.SERVICE_TYPE} {self._version}"
+        raw: list[tuple[bytes, bytes]] = list(message["headers"])
+        if any(key in _STAMPED_KEYS for key, _ in raw):
+            # Headers of these names already: replaced, or joined (Vary).
+            headers = MutableHeaders(scope=message)
+            headers[microversion.HEADER] = version
+            headers.add_vary_header(microversion.HEADER.lower())
+            headers[REQUEST_ID_HEADER] = self._request_id
+            return
+        # As the lines above would add them, in that order, without a search per header.
+        raw.append((_VERSION_KEY, version.encode("latin-1")))
+        raw.append((b"vary", _VERSION_KEY))
+        raw.append((_REQUEST_ID_KEY, self._request_id.encode("latin-1")))
+        message["headers"] = raw

@@ -134,8 +134,7 @@ class RequestLimitsMiddleware:
     ) -> None:
         """Wait for the application within the deadline; answer for it when
         it ran out of time or found the database unavailable."""
-        done, _ = await asyncio.wait({app_task}, timeout=self.settings.request_timeout)
-        if not done:
+        if not await _finished_within(app_task, self.settings.request_timeout):
             app_task.cancel()
             exchange.silenced = True
             if not exchange.response_started:
@@ -184,3 +183,25 @@ class RequestLimitsMiddleware:
             return {"type": "http.disconnect"}
 
         await response(scope, nothing, send)
+
+
+async def _finished_within(task: asyncio.Task[None], seconds: float) -> bool:
+    """Whether ``task`` finished within ``seconds``: ``asyncio.wait``
+    for one task, without its sets and bookkeeping."""
+    if task.done():
+        return True
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    task.add_done_callback(wake)
+    timer = loop.call_later(seconds, wake, None)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+        task.remove_done_callback(wake)
+    return task.done()

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session
+from sqlalchemy.util import greenlet_spawn
 
 from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
 from placement_api.observability.metrics import CONNECTION_WAIT_SECONDS
@@ -33,8 +36,7 @@ def make_session_factory(engine: AsyncEngine) -> SessionFactory:
     return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
 
 
-@asynccontextmanager
-async def _write_turn(queue: WriteQueue) -> AsyncIterator[None]:
+async def _take_turn(queue: WriteQueue) -> None:
     try:
         async with asyncio.timeout(queue.timeout):
             await queue.lock.acquire()
@@ -42,43 +44,90 @@ async def _write_turn(queue: WriteQueue) -> AsyncIterator[None]:
         raise PoolTimeoutError(
             f"SQLite: other writes held the database for more than {queue.timeout:g}s"
         ) from None
-    try:
-        yield
-    finally:
-        queue.lock.release()
 
 
-def _turn_for(factory: SessionFactory, write: bool) -> AbstractAsyncContextManager[None]:
-    engine = factory.kw.get("bind")
-    queue = write_queue(engine) if write and isinstance(engine, AsyncEngine) else None
-    return _write_turn(queue) if queue is not None else nullcontext()
+class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
+    """One transaction's session (see the module's docstring), entered with
+    ``async with``. A class rather than a generator-based context manager:
+    it is entered on every request."""
 
+    __slots__ = ("_autocommit", "_committed", "_factory", "_queue", "_session", "_write")
 
-@asynccontextmanager
-async def unit_of_work(factory: SessionFactory, *, write: bool) -> AsyncIterator[AsyncSession]:
-    started = time.perf_counter()
-    async with _turn_for(factory, write):
-        session = factory()
-        options: dict[str, object] = {WRITE_OPTION: write}
+    def __init__(
+        self,
+        factory: SessionFactory,
+        *,
+        write: bool,
+        committed: Callable[[AsyncSession], None] | None = None,
+    ) -> None:
+        self._factory = factory
+        self._write = write
+        # Called once the transaction is committed (not after a rollback).
+        self._committed = committed
+        engine = factory.kw["bind"]
+        self._queue = write_queue(engine) if write and isinstance(engine, AsyncEngine) else None
         # A PostgreSQL read runs outside a transaction: there is nothing to commit.
-        autocommit = not write and factory.kw["bind"].dialect.name == "postgresql"
-        if autocommit:
-            options["isolation_level"] = "AUTOCOMMIT"
+        self._autocommit = not write and engine.dialect.name == "postgresql"
+
+    async def __aenter__(self) -> AsyncSession:
+        started = time.perf_counter()
+        if self._queue is not None:
+            await _take_turn(self._queue)
         try:
-            await session.connection(execution_options=options)
-            CONNECTION_WAIT_SECONDS.observe(time.perf_counter() - started)
+            session = self._session = self._factory()
+            options: dict[str, object] = {WRITE_OPTION: self._write}
+            if self._autocommit:
+                options["isolation_level"] = "AUTOCOMMIT"
             try:
-                yield session
+                await session.connection(execution_options=options)
             except BaseException:
+                # Closed in a task of its own, awaited even if this one is cancelled
+                # meanwhile: a connection is never left checked out.
+                async with session:
+                    raise
+        except BaseException:
+            self._end_turn()
+            raise
+        CONNECTION_WAIT_SECONDS.observe(time.perf_counter() - started)
+        return session
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        session = self._session
+        try:
+            if exc_type is None:
+                # Committed and closed in one pass into SQLAlchemy's synchronous
+                # session (``AsyncSession.commit`` and ``close`` are a greenlet each).
+                await greenlet_spawn(_finish, session.sync_session, not self._autocommit)
+            else:
                 await session.rollback()
-                raise
-            if not autocommit:
-                await session.commit()
+                await session.__aexit__(exc_type, exc, traceback)
         except BaseException:
             # Closed in a task of its own, awaited even if this one is cancelled
             # meanwhile: a connection is never left checked out.
             async with session:
                 raise
-        # Its connection is released (committed) or idle (autocommit): closing
-        # it waits for nothing.
-        await session.close()
+        finally:
+            self._end_turn()
+        if exc_type is None and self._committed is not None:
+            self._committed(session)
+
+    def _end_turn(self) -> None:
+        if self._queue is not None:
+            self._queue.lock.release()
+
+
+def unit_of_work(factory: SessionFactory, *, write: bool) -> UnitOfWork:
+    return UnitOfWork(factory, write=write)
+
+
+def _finish(session: Session, commit: bool) -> None:
+    if commit:
+        session.commit()
+    # Its connection is released (committed) or idle (autocommit): closing
+    # it waits for nothing.
+    session.close()

@@ -100,7 +100,8 @@ class AccessMiddleware:
         count, duration = series
         count.inc()
         duration.observe(seconds)
-        if not self.access_log:
+        # The line's fields are gathered only for a logger that writes it.
+        if not self.access_log or not ACCESS_LOG.isEnabledFor(logging.INFO):
             return
         state: dict[str, Any] = scope.get("state", {})
         context = state.get("context")

@@ -1,7 +1,9 @@
 """``placement-api audit``: rows the service's invariants say cannot exist.
 
 The API keeps them out, but a restore, a hand-written SQL fix or an import
-can bring them in. Each check reads the whole table once; the fixes only do
+can bring them in; allocations and consumers have no foreign keys
+(docs/architecture.md, "Integrity without foreign keys"), so rows pointing
+at nothing are looked for here. Each check reads the whole table once; the fixes only do
 what is safe without knowing intent: recompute a derived column, delete
 rows that belong to nothing. Over-capacity providers are reported only, as
 deciding which consumer gives way is the operator's call, and so are
@@ -17,7 +19,15 @@ from sqlalchemy import ColumnElement, ScalarSelect, delete, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.engine import create_engine
-from placement_api.db.models import Allocation, Consumer, Inventory, ResourceClass, ResourceProvider
+from placement_api.db.models import (
+    Allocation,
+    Consumer,
+    Inventory,
+    Project,
+    ResourceClass,
+    ResourceProvider,
+    User,
+)
 from placement_api.db.session import make_session_factory, unit_of_work
 
 
@@ -40,6 +50,9 @@ USAGE_DRIFT = "usage_drift"
 OVER_CAPACITY = "over_capacity"
 EMPTY_CONSUMER = "consumer_without_allocations"
 ORPHAN_ALLOCATION = "allocation_on_missing_provider"
+CONSUMERLESS_ALLOCATION = "allocation_of_missing_consumer"
+CLASSLESS_ALLOCATION = "allocation_of_missing_class"
+OWNERLESS_CONSUMER = "consumer_of_missing_owner"
 UNINVENTORIED = "allocation_without_inventory"
 
 
@@ -117,21 +130,90 @@ def _provider_missing() -> ColumnElement[bool]:
     return ~exists().where(ResourceProvider.id == Allocation.resource_provider_id)
 
 
-async def _orphan_allocations(session: AsyncSession) -> list[Finding]:
+def _consumer_missing() -> ColumnElement[bool]:
+    return ~exists().where(Consumer.id == Allocation.consumer_id)
+
+
+def _class_missing() -> ColumnElement[bool]:
+    return ~exists().where(ResourceClass.id == Allocation.resource_class_id)
+
+
+async def _allocations_where(
+    session: AsyncSession, missing: ColumnElement[bool], check: str, what: str
+) -> list[Finding]:
+    """Allocations whose ``what`` (named by its id) no longer exists, by consumer."""
     rows = await session.execute(
-        select(Consumer.uuid, Allocation.resource_provider_id, Allocation.used)
-        .join(Consumer, Consumer.id == Allocation.consumer_id)
-        .where(_provider_missing())
+        select(
+            Consumer.uuid,
+            Allocation.consumer_id,
+            Allocation.resource_provider_id,
+            Allocation.resource_class_id,
+            Allocation.used,
+        )
+        .outerjoin(Consumer, Consumer.id == Allocation.consumer_id)
+        .where(missing)
+        .order_by(Consumer.uuid, Allocation.consumer_id)
+    )
+    findings = []
+    for uuid, consumer_id, provider_id, class_id, used in rows:
+        ids = {"provider": provider_id, "consumer": consumer_id, "class": class_id}
+        subject = uuid or f"consumer id {consumer_id}"
+        detail = f"{used} of class id {class_id} on provider id {provider_id}"
+        findings.append(
+            Finding(check, subject, f"{detail}: {what} id {ids[what]} no longer exists", True)
+        )
+    return findings
+
+
+async def _orphan_allocations(session: AsyncSession) -> list[Finding]:
+    return await _allocations_where(session, _provider_missing(), ORPHAN_ALLOCATION, "provider")
+
+
+async def _consumerless_allocations(session: AsyncSession) -> list[Finding]:
+    return await _allocations_where(
+        session, _consumer_missing(), CONSUMERLESS_ALLOCATION, "consumer"
+    )
+
+
+async def _classless_allocations(session: AsyncSession) -> list[Finding]:
+    return await _allocations_where(session, _class_missing(), CLASSLESS_ALLOCATION, "class")
+
+
+def _deleting(
+    missing: Callable[[], ColumnElement[bool]],
+) -> Callable[[AsyncSession], Awaitable[int]]:
+    async def fix(session: AsyncSession) -> int:
+        result = await session.execute(delete(Allocation).where(missing()))
+        return result.rowcount or 0  # type: ignore[attr-defined]
+
+    return fix
+
+
+async def _ownerless_consumers(session: AsyncSession) -> list[Finding]:
+    """Consumers whose project or user row is gone: reported only, as which
+    project a consumer belongs to is not ours to guess."""
+    project = exists().where(Project.id == Consumer.project_id)
+    user = exists().where(User.id == Consumer.user_id)
+    rows = await session.execute(
+        select(Consumer.uuid, Consumer.project_id, Consumer.user_id, project, user)
+        .where(~project | ~user)
         .order_by(Consumer.uuid)
     )
     return [
         Finding(
-            ORPHAN_ALLOCATION,
-            consumer,
-            f"{used} on provider id {provider_id}, which no longer exists",
-            True,
+            OWNERLESS_CONSUMER,
+            uuid,
+            ", ".join(
+                f"{kind} id {ident} no longer exists"
+                for kind, ident, found in (
+                    ("project", project_id, has_project),
+                    ("user", user_id, has_user),
+                )
+                if not found
+            ),
+            False,
         )
-        for consumer, provider_id, used in rows
+        for uuid, project_id, user_id, has_project, has_user in rows
     ]
 
 
@@ -155,18 +237,16 @@ async def _uninventoried_allocations(session: AsyncSession) -> list[Finding]:
     ]
 
 
-async def _fix_orphan_allocations(session: AsyncSession) -> int:
-    result = await session.execute(delete(Allocation).where(_provider_missing()))
-    return result.rowcount or 0  # type: ignore[attr-defined]
-
-
 # Orphans first: deleting them can leave consumers empty, fixed next.
 CHECKS: tuple[Check, ...] = (
-    Check(ORPHAN_ALLOCATION, _orphan_allocations, _fix_orphan_allocations),
+    Check(ORPHAN_ALLOCATION, _orphan_allocations, _deleting(_provider_missing)),
+    Check(CONSUMERLESS_ALLOCATION, _consumerless_allocations, _deleting(_consumer_missing)),
+    Check(CLASSLESS_ALLOCATION, _classless_allocations, _deleting(_class_missing)),
     Check(USAGE_DRIFT, _usage_drift, _fix_usage_drift),
     Check(EMPTY_CONSUMER, _empty_consumers, _fix_empty_consumers),
     Check(OVER_CAPACITY, _over_capacity, None),
     Check(UNINVENTORIED, _uninventoried_allocations, None),
+    Check(OWNERLESS_CONSUMER, _ownerless_consumers, None),
 )
 
 

@@ -15,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, ScalarSelect, delete, exists, func, select, update
+from sqlalchemy import ColumnElement, ScalarSelect, and_, delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from placement_api.db.engine import create_engine
 from placement_api.db.models import (
     Allocation,
     Consumer,
+    ConsumerType,
     Inventory,
     Project,
     ResourceClass,
@@ -142,17 +144,19 @@ async def _allocations_where(
     session: AsyncSession, missing: ColumnElement[bool], check: str, what: str
 ) -> list[Finding]:
     """Allocations whose ``what`` (named by its id) no longer exists, by consumer."""
+    # Aliased: ``missing`` correlates to the allocation, never to this join.
+    consumer = aliased(Consumer)
     rows = await session.execute(
         select(
-            Consumer.uuid,
+            consumer.uuid,
             Allocation.consumer_id,
             Allocation.resource_provider_id,
             Allocation.resource_class_id,
             Allocation.used,
         )
-        .outerjoin(Consumer, Consumer.id == Allocation.consumer_id)
+        .outerjoin(consumer, consumer.id == Allocation.consumer_id)
         .where(missing)
-        .order_by(Consumer.uuid, Allocation.consumer_id)
+        .order_by(consumer.uuid, Allocation.consumer_id)
     )
     findings = []
     for uuid, consumer_id, provider_id, class_id, used in rows:
@@ -190,31 +194,33 @@ def _deleting(
 
 
 async def _ownerless_consumers(session: AsyncSession) -> list[Finding]:
-    """Consumers whose project or user row is gone: reported only, as which
-    project a consumer belongs to is not ours to guess."""
-    project = exists().where(Project.id == Consumer.project_id)
-    user = exists().where(User.id == Consumer.user_id)
+    """Consumers whose project, user or consumer type row is gone: reported
+    only, as whom a consumer belongs to is not ours to guess."""
+    owners = (
+        ("project", Consumer.project_id, exists().where(Project.id == Consumer.project_id)),
+        ("user", Consumer.user_id, exists().where(User.id == Consumer.user_id)),
+        (
+            "consumer type",
+            Consumer.consumer_type_id,
+            Consumer.consumer_type_id.is_(None)
+            | exists().where(ConsumerType.id == Consumer.consumer_type_id),
+        ),
+    )
+    columns = [column for _, reference, found in owners for column in (reference, found)]
     rows = await session.execute(
-        select(Consumer.uuid, Consumer.project_id, Consumer.user_id, project, user)
-        .where(~project | ~user)
+        select(Consumer.uuid, *columns)
+        .where(~and_(*(found for _, _, found in owners)))
         .order_by(Consumer.uuid)
     )
-    return [
-        Finding(
-            OWNERLESS_CONSUMER,
-            uuid,
-            ", ".join(
-                f"{kind} id {ident} no longer exists"
-                for kind, ident, found in (
-                    ("project", project_id, has_project),
-                    ("user", user_id, has_user),
-                )
-                if not found
-            ),
-            False,
-        )
-        for uuid, project_id, user_id, has_project, has_user in rows
-    ]
+    findings = []
+    for uuid, *values in rows:
+        gone = [
+            f"{kind} id {values[2 * index]} no longer exists"
+            for index, (kind, _, _) in enumerate(owners)
+            if not values[2 * index + 1]
+        ]
+        findings.append(Finding(OWNERLESS_CONSUMER, uuid, ", ".join(gone), False))
+    return findings
 
 
 async def _uninventoried_allocations(session: AsyncSession) -> list[Finding]:

@@ -192,7 +192,7 @@ async def test_audit_finds_and_fixes_rows_written_behind_the_apis_back(
         database_url, f"SELECT id, project_id, user_id FROM consumers WHERE uuid = '{consumer}'"
     )
     [(vcpu_id,)] = await _rows(database_url, "SELECT id FROM resource_classes WHERE name = 'VCPU'")
-    empty_consumer = new_uuid()
+    empty_consumer, ownerless = new_uuid(), new_uuid()
     crowded_id = (
         await _rows(database_url, f"SELECT id FROM resource_providers WHERE uuid = '{crowded}'")
     )[0][0]
@@ -211,6 +211,16 @@ async def test_audit_finds_and_fixes_rows_written_behind_the_apis_back(
             f"VALUES ('{empty_consumer}', {project_id}, {user_id}, 0, CURRENT_TIMESTAMP)",
             "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, "
             f"created_at) VALUES (987654, {consumer_id}, {vcpu_id}, 1, CURRENT_TIMESTAMP)",
+            # No foreign keys hold these out (migration 0006): only the API does.
+            "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, "
+            f"created_at) VALUES ({crowded_id}, 876543, {vcpu_id}, 1, CURRENT_TIMESTAMP)",
+            "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, "
+            f"created_at) VALUES ({crowded_id}, {consumer_id}, 999999, 1, CURRENT_TIMESTAMP)",
+            "INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, "
+            f"created_at) VALUES ('{ownerless}', 765432, {user_id}, 4321, 1, CURRENT_TIMESTAMP)",
+            "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, "
+            f"created_at) SELECT {host_id}, id, {vcpu_id}, 0, CURRENT_TIMESTAMP "
+            f"FROM consumers WHERE uuid = '{ownerless}'",
         ],
     )
 
@@ -219,21 +229,36 @@ async def test_audit_finds_and_fixes_rows_written_behind_the_apis_back(
     found = {(f["check"], f["subject"]) for f in report["findings"]}
     assert found == {
         ("allocation_on_missing_provider", consumer),
+        ("allocation_of_missing_consumer", "consumer id 876543"),
+        ("allocation_of_missing_class", consumer),
         ("usage_drift", f"{host} VCPU"),
+        # Counting the allocation of the missing consumer; gone once it is deleted.
+        ("usage_drift", f"{crowded} VCPU"),
         ("consumer_without_allocations", empty_consumer),
         ("over_capacity", f"{crowded} VCPU"),
         ("allocation_without_inventory", consumer),
+        ("consumer_of_missing_owner", ownerless),
     }
 
     code, report = _audit(database_url, "--fix")
     assert code == 1
     assert report["fixed"] == {
         "allocation_on_missing_provider": 1,
+        "allocation_of_missing_consumer": 1,
+        "allocation_of_missing_class": 1,
         "usage_drift": 1,
         "consumer_without_allocations": 1,
     }
+    [ownerless_finding] = [f for f in report["findings"] if f["subject"] == ownerless]
+    assert ownerless_finding["details"] == (
+        "project id 765432 no longer exists, consumer type id 4321 no longer exists"
+    )
     remaining = [f["check"] for f in report["findings"]]
-    assert remaining == ["over_capacity", "allocation_without_inventory"]
+    assert remaining == [
+        "over_capacity",
+        "allocation_without_inventory",
+        "consumer_of_missing_owner",
+    ]
     assert await _rows(
         database_url,
         f"SELECT used FROM inventories WHERE resource_provider_id = {host_id} "

@@ -26,7 +26,7 @@ from placement_api.db.session import make_session_factory, unit_of_work
 from placement_api.deps import Services
 from placement_api.dispatch import Dispatcher
 from placement_api.domain.standard_names import sync_standard_names
-from placement_api.keystone import KeystoneAuthenticator
+from placement_api.keystone import NEEDS_CONFIG_FILE, KeystoneAuthenticator
 from placement_api.middleware import PlacementRequestMiddleware
 from placement_api.observability import metrics
 from placement_api.observability.access import AccessMiddleware
@@ -92,10 +92,7 @@ def _authenticator(settings: Settings) -> Authenticator:
     if settings.auth_strategy != KEYSTONE:
         return NoAuth2Authenticator()
     if settings.config_file is None:
-        raise ValueError(
-            "PLACEMENT_AUTH_STRATEGY=keystone needs PLACEMENT_CONFIG_FILE: a placement.conf "
-            "whose [keystone_authtoken] section configures keystonemiddleware"
-        )
+        raise ValueError(NEEDS_CONFIG_FILE)
     return KeystoneAuthenticator(settings.config_file, timeout=settings.keystone_timeout)
 
 

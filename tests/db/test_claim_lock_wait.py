@@ -9,8 +9,10 @@ be evaluated on the inventory row as it is once the lock is granted.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 import pytest
+from httpx import Response
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -34,6 +36,36 @@ async def _until_a_session_waits_for_a_lock(watcher: AsyncConnection) -> None:
             if (await watcher.execute(waiting)).scalar_one():
                 return
             await asyncio.sleep(0.01)
+
+
+async def _claim_while_locked(
+    api: PlacementClient,
+    settings: Settings,
+    rp: str,
+    wanted: dict[str, int],
+    statements: list[str],
+    values: Mapping[str, object],
+) -> Response:
+    """Hold ``rp``'s row lock, start a claim of ``wanted`` that queues on it,
+    run ``statements`` in the lock holder's transaction and commit: the
+    claim's answer."""
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.connect() as holder, engine.connect() as watcher:
+            await watcher.execution_options(isolation_level="AUTOCOMMIT")
+            transaction = await holder.begin()
+            await holder.execute(
+                text("SELECT id FROM resource_providers WHERE uuid = :uuid FOR UPDATE"),
+                {"uuid": rp},
+            )
+            claim = asyncio.create_task(put_allocations(api, new_uuid(), {rp: wanted}))
+            await _until_a_session_waits_for_a_lock(watcher)
+            for statement in statements:
+                await holder.execute(text(statement), values)
+            await transaction.commit()
+            return await claim
+    finally:
+        await engine.dispose()
 
 
 _PROVIDER = "(SELECT id FROM resource_providers WHERE uuid = :uuid)"
@@ -68,22 +100,8 @@ async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
     if backend != "postgresql":
         pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
     rp = await provider_with(api, {"VCPU": {"total": 4}})
-    engine = create_engine(settings.database_url)
-    try:
-        async with engine.connect() as holder, engine.connect() as watcher:
-            await watcher.execution_options(isolation_level="AUTOCOMMIT")
-            transaction = await holder.begin()
-            await holder.execute(
-                text("SELECT id FROM resource_providers WHERE uuid = :uuid FOR UPDATE"),
-                {"uuid": rp},
-            )
-            claim = asyncio.create_task(put_allocations(api, new_uuid(), {rp: wanted}))
-            await _until_a_session_waits_for_a_lock(watcher)
-            await holder.execute(text(change), {"total": total, "uuid": rp})
-            await transaction.commit()
-            response = await claim
-    finally:
-        await engine.dispose()
+    values = {"total": total, "uuid": rp}
+    response = await _claim_while_locked(api, settings, rp, wanted, [change], values)
     found = await usages(api, rp)
     if fits:
         assert response.status_code == 204, response.text
@@ -125,24 +143,9 @@ async def test_a_claim_waiting_on_what_is_deleted_writes_nothing(
         pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
     assert (await api.put("/resource_classes/CUSTOM_GONE")).status_code == 201
     rp = await provider_with(api, {"CUSTOM_GONE": {"total": 4}, "VCPU": {"total": 4}})
-    engine = create_engine(settings.database_url)
-    try:
-        async with engine.connect() as holder, engine.connect() as watcher:
-            await watcher.execution_options(isolation_level="AUTOCOMMIT")
-            transaction = await holder.begin()
-            await holder.execute(
-                text("SELECT id FROM resource_providers WHERE uuid = :uuid FOR UPDATE"),
-                {"uuid": rp},
-            )
-            wanted = {"CUSTOM_GONE": 1, "VCPU": 1}
-            claim = asyncio.create_task(put_allocations(api, new_uuid(), {rp: wanted}))
-            await _until_a_session_waits_for_a_lock(watcher)
-            for statement in removal.split("; "):
-                await holder.execute(text(statement), {"uuid": rp, "name": "CUSTOM_GONE"})
-            await transaction.commit()
-            response = await claim
-    finally:
-        await engine.dispose()
+    wanted = {"CUSTOM_GONE": 1, "VCPU": 1}
+    values = {"uuid": rp, "name": "CUSTOM_GONE"}
+    response = await _claim_while_locked(api, settings, rp, wanted, removal.split("; "), values)
     assert response.status_code == status, response.text
     assert detail in error(response)["detail"]
     assert await orphan_allocations(settings) == []

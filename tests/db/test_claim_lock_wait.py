@@ -9,12 +9,15 @@ be evaluated on the inventory row as it is once the lock is granted.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from placement_api.db.engine import create_engine
+from placement_api.db.session import SessionFactory, unit_of_work
+from placement_api.domain import providers
 from placement_api.settings import Settings
 from tests.api.allocation_helpers import error, new_uuid, provider_with, put_allocations, usages
 from tests.db.allocation_state import consumers_without_allocations, orphan_allocations
@@ -77,7 +80,8 @@ async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
                 text("SELECT id FROM resource_providers WHERE uuid = :uuid FOR UPDATE"),
                 {"uuid": rp},
             )
-            claim = asyncio.create_task(put_allocations(api, new_uuid(), {rp: wanted}))
+            consumer = new_uuid()
+            claim = asyncio.create_task(put_allocations(api, consumer, {rp: wanted}))
             await _until_a_session_waits_for_a_lock(watcher)
             await holder.execute(text(change), {"total": total, "uuid": rp})
             await transaction.commit()
@@ -85,13 +89,56 @@ async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
     finally:
         await engine.dispose()
     found = await usages(api, rp)
+    # The change the claim's statement writes, or (an inventory it did not
+    # see: applied again after it) the one queued for the commit; none if refused.
+    recorded = [c for c in await _feed(api) if c["uuid"] == consumer]
     if fits:
         assert response.status_code == 204, response.text
         assert found == wanted
+        assert [(c["action"], c["usages"]) for c in recorded] == [("created", {rp: wanted})]
     else:
         assert response.status_code == 409, response.text
         assert error(response)["conflict"] == "capacity"
         assert set(found.values()) == {0}
+        assert recorded == []
+
+
+async def _feed(api: PlacementClient) -> list[dict[str, Any]]:
+    changes: list[dict[str, Any]] = (await api.get("/changes?since=0")).json()["changes"]
+    return changes
+
+
+async def test_a_claim_that_waited_for_a_writer_records_after_it(
+    api: PlacementClient, factory: SessionFactory, settings: Settings, backend: str
+) -> None:
+    """The claim's statement inserts its change (``claim_sql``): the commit
+    sequence it takes must come after its lock waits, so after the change of
+    the writer it waited for, which that writer appends as it commits."""
+    if backend != "postgresql":
+        pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
+    rp = await provider_with(api, {"VCPU": {"total": 4}})
+    consumer = new_uuid()
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.connect() as watcher:
+            await watcher.execution_options(isolation_level="AUTOCOMMIT")
+            async with unit_of_work(factory, write=True) as session:
+                await providers.update_provider(
+                    session,
+                    rp,
+                    name="renamed",
+                    parent_uuid=None,
+                    parent_given=False,
+                    may_reparent=False,
+                )
+                claim = asyncio.create_task(put_allocations(api, consumer, {rp: {"VCPU": 1}}))
+                await _until_a_session_waits_for_a_lock(watcher)
+            response = await claim
+    finally:
+        await engine.dispose()
+    assert response.status_code == 204, response.text
+    order = [(c["resource"], c["uuid"]) for c in await _feed(api)][-2:]
+    assert order == [("resource_provider", rp), ("allocation", consumer)]
 
 
 # What a provider or class delete does once nothing refuses it (no allocation,

@@ -5,7 +5,9 @@ entry on the session. Just before the transaction commits, the queued
 entries are inserted into ``changes`` (``_append_pending``), ordered by
 ``(commit_seq, ordinal)``: one ``commit_seq`` per transaction, taken as its
 last statement, so a write that waited for another's row locks always
-orders after it.
+orders after it. On PostgreSQL a one-consumer claim's statement inserts its
+entry itself (``allocation_template``, ``claim_sql``), taking ``commit_seq``
+after all its row locks: nothing the claim sends afterwards waits for one.
 
 On PostgreSQL the entries are inserted without an index and nothing is
 locked, so recording writes commit in parallel. A *sequencing run*

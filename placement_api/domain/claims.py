@@ -22,7 +22,10 @@ One transaction, in this order:
    accepted, so a provider left over capacity by an operator still takes
    moves and releases. A refusal reads the inventories to say which rule
    failed, and the transaction is rolled back;
-5. settle the consumers (generation + 1, or removed when they hold nothing).
+5. settle the consumers (generation + 1, or removed when they hold nothing);
+6. record the change: on PostgreSQL, a one-consumer claim's is inserted by
+   step 4's statement (``changes.allocation_template``); the rest are queued
+   for the commit.
 
 DELETE and the reshaper lock the providers (step 4's locks, in the same
 order) before step 3: the reshaper compares their generations first.

@@ -6,18 +6,24 @@ classes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import cast
 
 import pytest
+from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from placement_api.app import create_app
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, claims
 from placement_api.domain.consumers import ConsumerClaim
-from tests.api.allocation_helpers import PROJECT, USER, new_uuid, provider_with
+from placement_api.settings import Settings
+from tests.api.allocation_helpers import PROJECT, USER, new_uuid, provider_with, put_allocations
+from tests.api.changes_helpers import latest_index
 from tests.support.client import PlacementClient
 
 Entry = tuple[str, str, str, str]
@@ -93,3 +99,29 @@ async def test_the_statements_entry_is_the_one_python_builds(
         assert written == built
         actions.append(written[1])
     assert actions == ["created", "created", "updated", "updated", "deleted"]
+
+
+@pytest.fixture
+async def slow_poll_api(settings: Settings) -> AsyncIterator[PlacementClient]:
+    """A client of an app whose waiting readers re-read the feed only once a
+    minute: only the wake-up of a recording commit ends their wait early."""
+    app = create_app(settings.model_copy(update={"changes_poll_interval": 60.0}))
+    async with app.router.lifespan_context(app):
+        transport = ASGITransport(app=app)
+        async with AsyncClient(transport=transport, base_url="http://placement") as http:
+            yield PlacementClient(http)
+
+
+async def test_a_claim_whose_statement_recorded_it_wakes_waiting_readers(
+    slow_poll_api: PlacementClient,
+) -> None:
+    api = slow_poll_api
+    rp = await provider_with(api, {"VCPU": {"total": 4}})
+    since = await latest_index(api)
+    waiting = asyncio.create_task(api.get(f"/changes?since={since}&wait=50"))
+    await asyncio.sleep(0.5)
+    consumer = new_uuid()
+    assert (await put_allocations(api, consumer, {rp: {"VCPU": 1}})).status_code == 204
+    # Bounds a hang only: a reader left to its minute-long re-read fails here.
+    body = (await asyncio.wait_for(waiting, 20)).json()
+    assert [c["uuid"] for c in body["changes"]] == [consumer]

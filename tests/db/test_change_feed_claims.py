@@ -2,7 +2,7 @@
 that applies it (``claim_sql``), its numbers filled in by the database.
 It must be, to the byte, the entry ``changes.allocations_changed`` builds
 from the same write: new consumers, moves, releases, several providers and
-classes."""
+classes. And the commit still counts as recording: waiting readers wake."""
 
 from __future__ import annotations
 

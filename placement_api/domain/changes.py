@@ -5,7 +5,9 @@ entry on the session. Just before the transaction commits, the queued
 entries are inserted into ``changes`` (``_append_pending``), ordered by
 ``(commit_seq, ordinal)``: one ``commit_seq`` per transaction, taken as its
 last statement, so a write that waited for another's row locks always
-orders after it.
+orders after it. On PostgreSQL a one-consumer claim's statement inserts its
+entry itself (``allocation_template``, ``claim_sql``), taking ``commit_seq``
+after all its row locks: nothing the claim sends afterwards waits for one.
 
 On PostgreSQL the entries are inserted without an index and nothing is
 locked, so recording writes commit in parallel. A *sequencing run*
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +63,7 @@ NOTIFY_CHANNEL = "placement_changes"
 HEAD_ID = 1
 _PENDING = "placement.changes.pending"
 _RECORDED = "placement.changes.recorded"
+_WRITTEN = "placement.changes.written"
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,58 @@ def allocations_changed(
 ) -> None:
     """One change per consumer of an allocation write: its allocations after,
     and the usage and generation after of every provider it touched."""
+    pending: list[_Entry] = session.info.setdefault(_PENDING, [])
+    pending.extend(
+        _allocation_entries(plan, lambda slot: usage_after.get(slot, 0), generations.__getitem__)
+    )
+
+
+@dataclass(frozen=True)
+class EntryTemplate:
+    """A change for the statement that applies the write to insert itself
+    (``claim_sql``): ``details`` is a ``format()`` string whose ``%s`` take,
+    in order, the usage after of every slot the consumer touched (by
+    provider id, then class id), then the generation after of every provider
+    it touched (by id)."""
+
+    resource: str
+    action: str
+    uuid: str
+    details: str
+
+
+# What json.dumps writes for a number left to the statement: "\u0000", which
+# no provider uuid or class name holds (PostgreSQL text cannot hold a NUL).
+_NUMBER = "\x00"
+_NUMBER_JSON = json.dumps(_NUMBER)
+
+
+def allocation_template(plan: ClaimPlan) -> EntryTemplate | None:
+    """The change of a one-consumer write, built by the same code as
+    ``allocations_changed``'s and written out the same way (compact JSON),
+    with the numbers only the write's statement knows left as ``%s``. None
+    when the write records no single change."""
+    if len(plan.claims) != 1:
+        return None
+    entries = list(_allocation_entries(plan, lambda _slot: _NUMBER, lambda _id: _NUMBER))
+    if len(entries) != 1:
+        return None
+    (entry,) = entries
+    details = json.dumps(entry.details, separators=(",", ":")).replace("%", "%%")
+    return EntryTemplate(
+        entry.resource, entry.action, entry.uuid, details.replace(_NUMBER_JSON, "%s")
+    )
+
+
+def written_by_statement(session: AsyncSession) -> None:
+    """The write's own statement inserted its change (``allocation_template``):
+    nothing is queued, but the commit still counts as recording one."""
+    session.info[_WRITTEN] = True
+
+
+def _allocation_entries(
+    plan: ClaimPlan, usage_of: Callable[[Slot], object], generation_of: Callable[[int], object]
+) -> Iterator[_Entry]:
     providers, classes = plan.provider_uuids, plan.class_names
     wanted = plan.wanted()
     slots_of: dict[int, set[Slot]] = defaultdict(set)
@@ -160,28 +215,26 @@ def allocations_changed(
         consumer = plan.consumers.by_uuid[claim.uuid]
         if consumer.id is None:
             continue
-        slots = slots_of[consumer.id]
-        usages: dict[str, dict[str, int]] = {}
-        for provider_id, class_id in sorted(slots):
-            usage = usages.setdefault(providers[provider_id], {})
-            usage[classes[class_id]] = usage_after.get((provider_id, class_id), 0)
+        slots = sorted(slots_of[consumer.id])
+        usages: dict[str, dict[str, object]] = {}
+        for provider_id, class_id in slots:
+            usages.setdefault(providers[provider_id], {})[classes[class_id]] = usage_of(
+                (provider_id, class_id)
+            )
         if consumer.created:
             action, generation = CREATED, 1
         elif not claim.allocations:
             action, generation = DELETED, None
         else:
             action, generation = UPDATED, (consumer.generation or 0) + 1
-        _queue(
-            session,
-            ALLOCATION,
-            action,
-            claim.uuid,
-            generation=generation,
-            allocations=after_of[consumer.id],
-            usages=usages,
-            resource_providers={providers[pid]: generations[pid] for pid, _ in sorted(slots)},
-            resource_classes=sorted({classes[cid] for _, cid in slots}),
-        )
+        details = {
+            "generation": generation,
+            "allocations": after_of[consumer.id],
+            "usages": usages,
+            "resource_providers": {providers[pid]: generation_of(pid) for pid, _ in slots},
+            "resource_classes": sorted({classes[cid] for _, cid in slots}),
+        }
+        yield _Entry(ALLOCATION, action, claim.uuid, details)
 
 
 # --- appending, in the writer's transaction -----------------------------------------
@@ -193,13 +246,14 @@ def _append_pending(session: Session) -> None:
     Runs inside the async session's commit (synchronously, on its
     connection), so no write path can forget it."""
     pending: list[_Entry] | None = session.info.pop(_PENDING, None)
-    if not pending:
-        return
-    if session.get_bind().dialect.name == "postgresql":
-        _append_on_postgresql(session, pending)
-    else:
-        _append_on_sqlite(session, pending)
-    session.info[_RECORDED] = True
+    written = session.info.pop(_WRITTEN, False)
+    if pending:
+        if session.get_bind().dialect.name == "postgresql":
+            _append_on_postgresql(session, pending)
+        else:
+            _append_on_sqlite(session, pending)
+    if pending or written:
+        session.info[_RECORDED] = True
 
 
 def recorded(session: AsyncSession) -> bool:

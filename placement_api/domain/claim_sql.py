@@ -42,9 +42,16 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from placement_api.db.models import Allocation, Inventory, ResourceClass, ResourceProvider
+from placement_api.db.models import (
+    CHANGE_COMMIT_SEQUENCE,
+    Allocation,
+    Inventory,
+    ResourceClass,
+    ResourceProvider,
+)
 from placement_api.db.prepared import Membership, Prepared, equals_any
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits
+from placement_api.domain.changes import EntryTemplate
 from placement_api.domain.consumers import (
     INCOMPLETE_PROJECT_ID,
     INCOMPLETE_USER_ID,
@@ -183,6 +190,7 @@ _FITS = (
     "(d.change <= 0 OR inventories.used + d.change "
     "<= (inventories.total - inventories.reserved) * inventories.allocation_ratio)"
 )
+_ENTRY_FIELDS = ("resource", "action", "uuid", "details")
 _ARRAY_PARAMETERS = [
     bindparam(name, type_=ARRAY(BigInteger if name in ("changes", "row_used") else Integer))
     for name in ("providers", "classes", "changes", *_ROW_ARRAYS)
@@ -237,6 +245,12 @@ _USAGE_UPDATE = Prepared(
 # included, on the latest committed row), as a later statement would see them.
 # An inventory created meanwhile is not seen: ``claims.write`` applies what
 # is missing again, in a statement of its own.
+# Given a change (``changes.allocation_template``) it inserts that too, once
+# every slot is applied. Its ``commit_seq`` must follow every row lock the
+# transaction takes (``changes.py``): ``nextval`` is computed over the rows of
+# two aggregates, which exist only once ``applied`` (inventory locks; it reads
+# ``ready``, so all of ``locked``) has been read whole. What the transaction
+# sends after locks nothing new (rows and consumer of the consumer it locked).
 _LOCK_AND_APPLY = Prepared(
     text(
         f"""
@@ -265,14 +279,30 @@ _LOCK_AND_APPLY = Prepared(
               AND inventories.resource_class_id = d.rc
               AND {_FITS} AND (SELECT all_locked FROM ready)
             RETURNING {_RETURNED}
+        ),
+        logged AS (
+            INSERT INTO changes (commit_seq, ordinal, resource, action, uuid, details)
+            SELECT nextval('{CHANGE_COMMIT_SEQUENCE.name}'), 0, :entry_resource, :entry_action,
+                   :entry_uuid, format(:entry_details, VARIADIC usage.numbers || gens.numbers)::json
+            FROM (
+                SELECT count(*) = cardinality(:providers) AS complete,
+                       array_agg(used ORDER BY resource_provider_id, resource_class_id) AS numbers
+                FROM applied
+            ) AS usage,
+            (SELECT array_agg(generation::bigint ORDER BY id) AS numbers FROM locked) AS gens
+            WHERE usage.complete AND :entry_details IS NOT NULL
+            RETURNING commit_seq
         )
         SELECT {_RETURNED} FROM applied
         UNION ALL
         SELECT NULL, id, generation, NULL, NULL, NULL, NULL, NULL, NULL FROM locked
+        UNION ALL
+        SELECT NULL, NULL, commit_seq, NULL, NULL, NULL, NULL, NULL, NULL FROM logged
         """
     ).bindparams(
         bindparam("provider_ids", type_=ARRAY(Integer)),
         bindparam("bumped_at", type_=DateTime(timezone=True)),
+        *(bindparam(f"entry_{name}", type_=String) for name in _ENTRY_FIELDS),
         *_ARRAY_PARAMETERS,
     )
 )
@@ -321,22 +351,25 @@ async def lock_and_apply(
     bumped_at: datetime,
     changes: Mapping[Slot, int],
     rows: Sequence[AllocationRow],
-) -> tuple[dict[int, int], dict[Slot, InventorySlot]]:
+    entry: EntryTemplate | None = None,
+) -> tuple[dict[int, int], dict[Slot, InventorySlot], bool]:
     """Lock the providers in id order and bump their generations, then
-    ``apply``; the generations after, by provider id, and the slots changed.
-    A provider missing from the generations no longer exists: then nothing
-    was applied."""
+    ``apply``; the generations after, by provider id, the slots changed, and
+    whether ``entry`` (numbers: ``changes``' slots, then ``provider_ids``) was
+    inserted. A provider missing from the generations no longer exists: then
+    nothing was applied."""
     if session.get_bind().dialect.name != "postgresql":
         generations = await _lock_and_bump(session, provider_ids, bumped_at)
         if len(generations) < len(provider_ids):
-            return generations, {}
-        return generations, await apply(session, changes, rows)
-    found = await _LOCK_AND_APPLY.rows(
-        session, provider_ids=list(provider_ids), bumped_at=bumped_at, **_arrays(changes, rows)
-    )
+            return generations, {}, False
+        return generations, await apply(session, changes, rows), False
+    fields = {f"entry_{name}": getattr(entry, name, None) for name in _ENTRY_FIELDS}
+    values = {"provider_ids": list(provider_ids), "bumped_at": bumped_at, **fields}
+    found = await _LOCK_AND_APPLY.rows(session, **values, **_arrays(changes, rows))
     slots = [row for row in found if row[0] is not None]
-    generations = {row[1]: row[2] for row in found if row[0] is None}
-    return generations, _slots(slots)
+    generations = {row[1]: row[2] for row in found if row[0] is None and row[1] is not None}
+    logged = any(row[0] is None and row[1] is None for row in found)
+    return generations, _slots(slots), logged
 
 
 async def _lock_and_bump(

@@ -22,7 +22,10 @@ One transaction, in this order:
    accepted, so a provider left over capacity by an operator still takes
    moves and releases. A refusal reads the inventories to say which rule
    failed, and the transaction is rolled back;
-5. settle the consumers (generation + 1, or removed when they hold nothing).
+5. settle the consumers (generation + 1, or removed when they hold nothing);
+6. record the change: on PostgreSQL, a one-consumer claim's is inserted by
+   step 4's statement (``changes.allocation_template``); the rest are queued
+   for the commit.
 
 DELETE and the reshaper lock the providers (step 4's locks, in the same
 order) before step 3: the reshaper compares their generations first.
@@ -309,11 +312,13 @@ async def _refuse(
 
 
 async def write(
-    session: AsyncSession, plan: ClaimPlan, *, lock_and_bump: bool = False
+    session: AsyncSession, plan: ClaimPlan, *, lock_and_bump: bool = False, record: bool = False
 ) -> tuple[dict[Slot, int], dict[int, int]]:
     """Check and apply a prepared write. Its providers must already be
     locked, unless ``lock_and_bump``: then the write locks them (in id order)
     and bumps their generations first, in the same statement on PostgreSQL.
+    With ``record`` too, the write records its change (in that statement
+    when it can: ``_statement_entry``).
 
     Returns the usage after the write of every (provider, class) it touched
     and, with ``lock_and_bump``, the providers' generations after.
@@ -326,9 +331,11 @@ async def write(
     new_rows = [(row.consumer_id, row.provider_id, row.class_id, row.used) for row in wanted]
     generations: dict[int, int] = {}
     locking = sorted(plan.touched_provider_ids()) if lock_and_bump else []
+    logged = False
     if locking:
-        generations, applied = await claim_sql.lock_and_apply(
-            session, locking, now(), changes, new_rows
+        entry = _statement_entry(session, plan, changes, locking) if record else None
+        generations, applied, logged = await claim_sql.lock_and_apply(
+            session, locking, now(), changes, new_rows, entry
         )
         _check_locked(locking, generations, plan.provider_uuids)
     else:
@@ -343,7 +350,25 @@ async def write(
         await _refuse(session, plan, wanted, changes, applied)
     _check_units(wanted, applied, _Namer(plan))
     await consumer_rows.settle(session, plan.claims, plan.consumers)
-    return {slot: inventory.used for slot, inventory in applied.items()}, generations
+    usage_after = {slot: inventory.used for slot, inventory in applied.items()}
+    if logged:
+        feed.written_by_statement(session)
+    elif record:
+        feed.allocations_changed(session, plan, usage_after, generations)
+    return usage_after, generations
+
+
+def _statement_entry(
+    session: AsyncSession, plan: ClaimPlan, changes: dict[Slot, int], locking: list[int]
+) -> feed.EntryTemplate | None:
+    """The change for the PostgreSQL write statement to insert: one
+    consumer's, whose numbers are exactly the statement's (every provider
+    locked is one of a slot). Otherwise the change is queued after the write."""
+    if session.get_bind().dialect.name != "postgresql" or len(plan.claims) != 1:
+        return None
+    if {slot[0] for slot in changes} != set(locking):
+        return None
+    return feed.allocation_template(plan)
 
 
 async def replace_allocations(
@@ -351,8 +376,7 @@ async def replace_allocations(
 ) -> None:
     """Give each consumer exactly the allocations of its claim, all or nothing."""
     plan = await prepare(session, claims, failure=failure)
-    usage_after, generations = await write(session, plan, lock_and_bump=True)
-    feed.allocations_changed(session, plan, usage_after, generations)
+    await write(session, plan, lock_and_bump=True, record=True)
 
 
 async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:

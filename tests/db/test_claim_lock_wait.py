@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from httpx import Response
@@ -17,6 +18,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from placement_api.db.engine import create_engine
+from placement_api.db.session import SessionFactory, unit_of_work
+from placement_api.domain import providers
 from placement_api.settings import Settings
 from tests.api.allocation_helpers import error, new_uuid, provider_with, put_allocations, usages
 from tests.db.allocation_state import consumers_without_allocations, orphan_allocations
@@ -42,11 +45,12 @@ async def _claim_while_locked(
     api: PlacementClient,
     settings: Settings,
     rp: str,
+    consumer: str,
     wanted: dict[str, int],
     statements: list[str],
     values: Mapping[str, object],
 ) -> Response:
-    """Hold ``rp``'s row lock, start a claim of ``wanted`` that queues on it,
+    """Hold ``rp``'s row lock, start a claim of ``wanted`` by ``consumer`` that queues on it,
     run ``statements`` in the lock holder's transaction and commit: the
     claim's answer."""
     engine = create_engine(settings.database_url)
@@ -58,7 +62,7 @@ async def _claim_while_locked(
                 text("SELECT id FROM resource_providers WHERE uuid = :uuid FOR UPDATE"),
                 {"uuid": rp},
             )
-            claim = asyncio.create_task(put_allocations(api, new_uuid(), {rp: wanted}))
+            claim = asyncio.create_task(put_allocations(api, consumer, {rp: wanted}))
             await _until_a_session_waits_for_a_lock(watcher)
             for statement in statements:
                 await holder.execute(text(statement), values)
@@ -100,16 +104,60 @@ async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
     if backend != "postgresql":
         pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
     rp = await provider_with(api, {"VCPU": {"total": 4}})
+    consumer = new_uuid()
     values = {"total": total, "uuid": rp}
-    response = await _claim_while_locked(api, settings, rp, wanted, [change], values)
+    response = await _claim_while_locked(api, settings, rp, consumer, wanted, [change], values)
     found = await usages(api, rp)
+    # The change the claim's statement writes, or (an inventory it did not
+    # see: applied again after it) the one queued for the commit; none if refused.
+    recorded = [c for c in await _feed(api) if c["uuid"] == consumer]
     if fits:
         assert response.status_code == 204, response.text
         assert found == wanted
+        assert [(c["action"], c["usages"]) for c in recorded] == [("created", {rp: wanted})]
     else:
         assert response.status_code == 409, response.text
         assert error(response)["conflict"] == "capacity"
         assert set(found.values()) == {0}
+        assert recorded == []
+
+
+async def _feed(api: PlacementClient) -> list[dict[str, Any]]:
+    changes: list[dict[str, Any]] = (await api.get("/changes?since=0")).json()["changes"]
+    return changes
+
+
+async def test_a_claim_that_waited_for_a_writer_records_after_it(
+    api: PlacementClient, factory: SessionFactory, settings: Settings, backend: str
+) -> None:
+    """The claim's statement inserts its change (``claim_sql``): the commit
+    sequence it takes must come after its lock waits, so after the change of
+    the writer it waited for, which that writer appends as it commits."""
+    if backend != "postgresql":
+        pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
+    rp = await provider_with(api, {"VCPU": {"total": 4}})
+    consumer = new_uuid()
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.connect() as watcher:
+            await watcher.execution_options(isolation_level="AUTOCOMMIT")
+            async with unit_of_work(factory, write=True) as session:
+                await providers.update_provider(
+                    session,
+                    rp,
+                    name="renamed",
+                    parent_uuid=None,
+                    parent_given=False,
+                    may_reparent=False,
+                )
+                claim = asyncio.create_task(put_allocations(api, consumer, {rp: {"VCPU": 1}}))
+                await _until_a_session_waits_for_a_lock(watcher)
+            response = await claim
+    finally:
+        await engine.dispose()
+    assert response.status_code == 204, response.text
+    order = [(c["resource"], c["uuid"]) for c in await _feed(api)][-2:]
+    assert order == [("resource_provider", rp), ("allocation", consumer)]
 
 
 # What a provider or class delete does once nothing refuses it (no allocation,
@@ -145,7 +193,8 @@ async def test_a_claim_waiting_on_what_is_deleted_writes_nothing(
     rp = await provider_with(api, {"CUSTOM_GONE": {"total": 4}, "VCPU": {"total": 4}})
     wanted = {"CUSTOM_GONE": 1, "VCPU": 1}
     values = {"uuid": rp, "name": "CUSTOM_GONE"}
-    response = await _claim_while_locked(api, settings, rp, wanted, removal.split("; "), values)
+    statements = removal.split("; ")
+    response = await _claim_while_locked(api, settings, rp, new_uuid(), wanted, statements, values)
     assert response.status_code == status, response.text
     assert detail in error(response)["detail"]
     assert await orphan_allocations(settings) == []

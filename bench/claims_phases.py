@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from placement_api import deps
+from placement_api.db import session as db_session
+from placement_api.db.session import UnitOfWork
 from placement_api.domain import changes, claims, consumers
 from placement_api.routers import allocations as router
 from placement_api.schemas import write_limits
@@ -29,7 +30,7 @@ PHASES: dict[str, tuple[Any, str]] = {
     "write limits": (write_limits, "check_consumer_allocations"),
     "validate (jsonschema + pydantic)": (router, "load_body"),
     "to the domain's claim": (router, "to_claim"),
-    "begin: pool checkout, ping, BEGIN": (AsyncSession, "connection"),
+    "begin: pool checkout, ping, BEGIN": (UnitOfWork, "__aenter__"),
     "names: classes and providers": (claims, "_resolve_names"),
     "consumer: owners, insert": (consumers, "lock"),
     # A claim (PUT, POST) locks and bumps its providers inside the write;
@@ -43,7 +44,7 @@ PHASES: dict[str, tuple[Any, str]] = {
     "change feed: append at commit": (changes, "_append_on_postgresql"),
     # The synchronous session's: the unit of work commits and closes in one
     # greenlet, not through AsyncSession.commit and close.
-    "commit (less the feed's append)": (Session, "commit"),
+    "commit (less the feed's append)": (db_session, "commit_on_driver"),
     "close the session": (Session, "close"),
 }
 

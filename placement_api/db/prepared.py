@@ -21,9 +21,11 @@ from typing import Any, cast
 from sqlalchemy import ClauseElement, ColumnElement, Executable, any_, bindparam, select
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
-from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.util import await_, greenlet_spawn
 
 Column = ColumnElement[Any] | InstrumentedAttribute[Any]
 # How a statement says "column is one of the list bound as ``name``".
@@ -74,14 +76,13 @@ class Prepared:
         (none for a statement that returns none)."""
         direct = await _driver(session)
         if direct is None:
-            connection = await session.connection()
-            result = await connection.execute(self.statement, values)
+            result = await (await session.connection()).execute(self.statement, values)
             rows: Sequence[Sequence[Any]] = result.all() if result.returns_rows else []
             return rows
         driver, connection = direct
         text, names, carried = self._sql(session)
         given = carried | values
-        with discarded_on_failure(connection):
+        with _invalidated_on_failure(connection):
             records: Sequence[Sequence[Any]] = await driver.fetch(
                 text, *(given[name] for name in names)
             )
@@ -94,12 +95,11 @@ class Prepared:
             return
         direct = await _driver(session)
         if direct is None:
-            connection = await session.connection()
-            await connection.execute(self.statement, list(values))
+            await (await session.connection()).execute(self.statement, list(values))
             return
         driver, connection = direct
         text, names, carried = self._sql(session)
-        with discarded_on_failure(connection):
+        with _invalidated_on_failure(connection):
             await driver.executemany(
                 text, [tuple({**carried, **each}[name] for name in names) for each in values]
             )
@@ -126,21 +126,58 @@ class Prepared:
 _DRIVER = "placement.prepared.driver"
 
 
-async def _driver(session: AsyncSession) -> tuple[Any, AsyncConnection] | None:
+async def _driver(session: AsyncSession) -> tuple[Any, Connection] | None:
     """The asyncpg connection of the session's transaction (opened if it is
     not yet) and the SQLAlchemy connection over it; None on other databases.
-    Kept for the transaction, as asking the session for its connection costs
-    more than a statement sent."""
+    Kept for the transaction (``open_on_driver`` keeps it from the start), as
+    asking the session for its connection costs more than a statement sent."""
     transaction = session.sync_session.get_transaction()
     cached = session.info.get(_DRIVER)
     if cached is not None and transaction is not None and cached[0] is transaction:
         return cached[1], cached[2]
     if session.get_bind().dialect.name != "postgresql":
         return None
-    connection = await session.connection()
-    driver = await driver_in_transaction(connection)
-    session.info[_DRIVER] = (session.sync_session.get_transaction(), driver, connection)
+    return await greenlet_spawn(open_on_driver, session.sync_session)
+
+
+def open_on_driver(
+    session: Session, execution_options: Mapping[str, Any] | None = None
+) -> tuple[Any, Connection]:
+    """Check out the session's connection, begin its transaction on the
+    driver (nothing is sent in autocommit) and keep the asyncpg connection
+    for the statements and the commit (PostgreSQL). Run in a greenlet: one
+    ``greenlet_spawn`` for what ``session.connection()``, ``_driver`` and the
+    BEGIN took three for. Returns what ``_driver`` does."""
+    connection = session.connection(execution_options=execution_options)
+    adapted = connection.connection.dbapi_connection
+    with _invalidated_on_failure(connection):
+        await_(begin_transaction(adapted))
+    driver = adapted.driver_connection  # type: ignore[union-attr]
+    session.info[_DRIVER] = (session.get_transaction(), driver, connection)
     return driver, connection
+
+
+def commit_on_driver(session: Session) -> bool:
+    """Commit the transaction ``open_on_driver`` began on its connection, as
+    ``Session.commit`` would (pending ORM rows flushed, then the session's
+    ``before_commit`` listeners, the change feed's append among them) without
+    the session's own transaction bookkeeping; the session's close then
+    releases the connection with nothing left to send. Run in a greenlet.
+    False, having done nothing, when the session's transaction is no longer
+    that one (committed or rolled back meanwhile): the caller commits
+    through the session. ``after_commit`` listeners do not run (there are none).
+
+    A COMMIT or feed append that fails or is cancelled closes the connection:
+    its state is unknown (see ``discarded_on_failure``)."""
+    cached = session.info.get(_DRIVER)
+    if cached is None or cached[0] is not session.get_transaction():
+        return False
+    connection: Connection = cached[2]
+    session.flush()
+    with _invalidated_on_failure(connection):
+        session.dispatch.before_commit(session)
+        connection.commit()
+    return True
 
 
 async def driver_in_transaction(connection: AsyncConnection) -> Any:
@@ -165,13 +202,19 @@ def discarded_on_failure(connection: AsyncConnection) -> Iterator[None]:
     connection would get a savepoint inside it, and its COMMIT would commit
     nothing. A cancelled statement leaves the protocol mid-exchange.
     """
+    with _invalidated_on_failure(connection.sync_connection):
+        yield
+
+
+@contextmanager
+def _invalidated_on_failure(connection: Connection | None) -> Iterator[None]:
+    """``discarded_on_failure`` on the synchronous connection."""
     try:
         yield
     except BaseException:
-        underlying = connection.sync_connection
-        if underlying is not None:
+        if connection is not None:
             with suppress(Exception):
-                underlying.invalidate()
+                connection.invalidate()
         raise
 
 

@@ -5,6 +5,14 @@ when it raises, so domain functions never commit. Write requests open their
 transaction in write mode (``BEGIN IMMEDIATE`` on SQLite); reads on
 PostgreSQL run in autocommit, each statement on its own.
 
+On PostgreSQL the connection is checked out and the transaction begun in
+one step as the unit of work opens (``prepared.open_on_driver``), so the
+first statement need not discover it, and a write commits on its
+connection (``prepared.commit_on_driver``, the session's ``before_commit``
+listeners first, as ``Session.commit`` runs them) before the session's
+close returns the connection to the pool. A BEGIN or COMMIT that fails or
+is cancelled closes its connection: it is never pooled again.
+
 SQLite takes one writer at a time. Within a process, writers queue on an
 asyncio lock per engine, in arrival order, without holding a connection
 (SQLite's own busy wait polls, and lets a late writer overtake); the busy
@@ -27,6 +35,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.util import greenlet_spawn
 
 from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
+from placement_api.db.prepared import commit_on_driver, open_on_driver
 from placement_api.observability.metrics import CONNECTION_WAIT_SECONDS
 
 SessionFactory = async_sessionmaker[AsyncSession]
@@ -51,7 +60,15 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
     ``async with``. A class rather than a generator-based context manager:
     it is entered on every request."""
 
-    __slots__ = ("_autocommit", "_committed", "_factory", "_queue", "_session", "_write")
+    __slots__ = (
+        "_autocommit",
+        "_committed",
+        "_factory",
+        "_postgresql",
+        "_queue",
+        "_session",
+        "_write",
+    )
 
     def __init__(
         self,
@@ -67,7 +84,8 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         engine = factory.kw["bind"]
         self._queue = write_queue(engine) if write and isinstance(engine, AsyncEngine) else None
         # A PostgreSQL read runs outside a transaction: there is nothing to commit.
-        self._autocommit = not write and engine.dialect.name == "postgresql"
+        self._postgresql = engine.dialect.name == "postgresql"
+        self._autocommit = not write and self._postgresql
 
     async def __aenter__(self) -> AsyncSession:
         started = time.perf_counter()
@@ -79,7 +97,10 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
             if self._autocommit:
                 options["isolation_level"] = "AUTOCOMMIT"
             try:
-                await session.connection(execution_options=options)
+                if self._postgresql:
+                    await greenlet_spawn(open_on_driver, session.sync_session, options)
+                else:
+                    await session.connection(execution_options=options)
             except BaseException:
                 # Closed in a task of its own, awaited even if this one is cancelled
                 # meanwhile: a connection is never left checked out.
@@ -101,8 +122,11 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         try:
             if exc_type is None:
                 # Committed and closed in one pass into SQLAlchemy's synchronous
-                # session (``AsyncSession.commit`` and ``close`` are a greenlet each).
-                await greenlet_spawn(_finish, session.sync_session, not self._autocommit)
+                # session (``AsyncSession.commit`` and ``close`` are a greenlet each),
+                # on PostgreSQL by the driver (``prepared.commit_on_driver``).
+                await greenlet_spawn(
+                    _finish, session.sync_session, not self._autocommit, self._postgresql
+                )
             else:
                 await session.rollback()
                 await session.__aexit__(exc_type, exc, traceback)
@@ -125,8 +149,8 @@ def unit_of_work(factory: SessionFactory, *, write: bool) -> UnitOfWork:
     return UnitOfWork(factory, write=write)
 
 
-def _finish(session: Session, commit: bool) -> None:
-    if commit:
+def _finish(session: Session, commit: bool, postgresql: bool) -> None:
+    if commit and not (postgresql and commit_on_driver(session)):
         session.commit()
     # Its connection is released (committed) or idle (autocommit): closing
     # it waits for nothing.

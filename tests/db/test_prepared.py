@@ -11,8 +11,10 @@ from typing import cast
 
 import asyncpg
 import pytest
-from sqlalchemy import Integer, Table, bindparam, insert, select, text, update
+from sqlalchemy import Integer, Table, bindparam, event, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.orm import Session
 
 from placement_api.db.engine import create_engine
 from placement_api.db.models import Project
@@ -118,3 +120,60 @@ async def test_a_connection_whose_direct_statement_failed_is_not_pooled_again(
         [(answer,)] = await _DIVIDE.rows(session, divisor=1)
     assert after != before
     assert answer == 1
+
+
+_PENDING_CHECK = Prepared(
+    text(
+        "CREATE TEMPORARY TABLE pending_check (id integer,"
+        " UNIQUE (id) DEFERRABLE INITIALLY DEFERRED) ON COMMIT DROP"
+    )
+)
+_TWICE = Prepared(text("INSERT INTO pending_check VALUES (1), (1)"))
+
+
+async def test_a_write_is_begun_as_it_opens_and_committed_on_its_connection(
+    engine: AsyncEngine,
+) -> None:
+    """The transaction is open before any statement (and known to SQLAlchemy's
+    adapter, which would otherwise begin another); the session's
+    ``before_commit`` listeners run inside it, just before the COMMIT."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite begins through SQLAlchemy")
+    factory = make_session_factory(engine)
+    name = _names(1)[0]
+    async with unit_of_work(factory, write=True) as session:
+        raw = await (await session.connection()).get_raw_connection()
+        assert raw.driver_connection is not None
+        assert raw.driver_connection.is_in_transaction()
+
+        def add_at_commit(sync_session: Session) -> None:
+            sync_session.execute(insert(_projects).values(external_id=name))
+
+        event.listen(session.sync_session, "before_commit", add_at_commit)
+        [(pid,)] = await _BACKEND.rows(session)
+    async with unit_of_work(factory, write=False) as session:
+        assert [row[0] for row in await _BY_NAMES.rows(session, names=[name])] == [name]
+        [(same,)] = await _BACKEND.rows(session)
+    assert same == pid
+
+
+async def test_a_connection_whose_commit_failed_is_not_pooled_again(engine: AsyncEngine) -> None:
+    """A COMMIT sent by the unit of work that fails (here a deferred unique
+    constraint) is the caller's error, and its connection is replaced."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite commits through SQLAlchemy")
+    factory = make_session_factory(engine)
+    backends: list[int] = []
+
+    async def violating() -> None:
+        async with unit_of_work(factory, write=True) as session:
+            backends.extend(row[0] for row in await _BACKEND.rows(session))
+            await _PENDING_CHECK.rows(session)
+            await _TWICE.rows(session)
+
+    with pytest.raises(IntegrityError):
+        await violating()
+    async with unit_of_work(factory, write=True) as session:
+        [(after,)] = await _BACKEND.rows(session)
+    assert backends
+    assert after not in backends

@@ -117,9 +117,11 @@ async def test_a_unit_of_work_always_hands_its_connection_back(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
-    async with unit_of_work(factory, write=write) as session:
+    # A read begins nothing (a write begins as it opens): no transaction is left over.
+    async with unit_of_work(factory, write=False) as session:
         driver = (await (await session.connection()).get_raw_connection()).driver_connection
         assert driver is not None
         assert driver.is_in_transaction() is False
+    async with unit_of_work(factory, write=write) as session:
         ((one,),) = await fetch_all(session, select(func.abs(-1)))
     assert one == 1

@@ -6,6 +6,9 @@ rather than somewhere deep in a request.
   (``_transaction``, ``autocommit``, ``_start_transaction``) and statement
   cache keys (``_generate_cache_key``, ``compile(cache_key=)``,
   ``construct_params(extracted_parameters=)``, ``construct_expanded_state``).
+- ``placement_api.db.prepared``: the same adapter state (``begin_transaction``)
+  and ``Session.dispatch.before_commit`` (``commit_on_driver`` runs the
+  session's ``before_commit`` listeners as ``Session.commit`` does).
 - ``placement_api.http_protocol``: uvicorn's ``HttpToolsProtocol``, whose
   ``data_received`` it mirrors and whose parser callbacks and request cycle
   it uses.
@@ -22,8 +25,9 @@ from pathlib import Path
 import httptools
 import pytest
 from oslo_policy import _checks
-from sqlalchemy import Integer, bindparam, column, select, table
+from sqlalchemy import Integer, bindparam, column, event, select, table
 from sqlalchemy.dialects.postgresql import asyncpg as sa_asyncpg
+from sqlalchemy.orm import session as orm_session
 from sqlalchemy.sql.compiler import SQLCompiler
 from uvicorn.protocols.http import httptools_impl
 
@@ -76,6 +80,19 @@ def test_sqlalchemy_asyncpg_adapter_keeps_its_transaction_state() -> None:
     execute = inspect.getsource(sa_asyncpg.AsyncAdapt_asyncpg_cursor._prepare_and_execute)
     if "adapt_connection._transaction is None" not in execute:
         _fail("SQLAlchemy", "the adapter no longer begins when _transaction is None", user)
+
+
+def test_sqlalchemy_session_commit_runs_before_commit_listeners_by_dispatch() -> None:
+    user = "prepared.commit_on_driver (a COMMIT sent without Session.commit)"
+    prepare = inspect.getsource(orm_session.SessionTransaction._prepare_impl)
+    if "self.session.dispatch.before_commit(self.session)" not in prepare:
+        _fail("SQLAlchemy", "Session.commit no longer runs before_commit through dispatch", user)
+    session = orm_session.Session()
+    seen: list[orm_session.Session] = []
+    event.listen(session, "before_commit", seen.append)
+    session.dispatch.before_commit(session)
+    if seen != [session]:
+        _fail("SQLAlchemy", "Session.dispatch.before_commit no longer calls the listeners", user)
 
 
 def test_oslo_policy_check_trees_are_as_the_decision_memory_walks_them() -> None:

@@ -64,6 +64,7 @@ from bench.claims_load import (
 )
 from bench.lean_http import Connection
 from bench.scheduler_bench_infra import process_tree
+from placement_api.settings import Settings
 
 HEADERS = {**servers.HEADERS, "openstack-api-version": "placement 1.39"}
 
@@ -306,7 +307,7 @@ def main() -> None:
     baseline = f", baseline {options.baseline}" if options.baseline else ""
     header = (
         f"PostgreSQL, {options.hosts} hosts, {options.workers} processes per server "
-        f"(ours {revision}{baseline}; upstream openstack-placement {version or '-'} on uWSGI), "
+        f"(ours {revision}{baseline}, {Settings().database_pool_size} connections per process; upstream openstack-placement {version or '-'} on uWSGI), "
         f"{options.rounds} turns of {options.block_seconds:g} s per section and server, "
         f"load average {os.getloadavg()[0]:.1f}."
     )

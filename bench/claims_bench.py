@@ -307,7 +307,8 @@ def main() -> None:
     baseline = f", baseline {options.baseline}" if options.baseline else ""
     header = (
         f"PostgreSQL, {options.hosts} hosts, {options.workers} processes per server "
-        f"(ours {revision}{baseline}, {Settings().database_pool_size} connections per process; upstream openstack-placement {version or '-'} on uWSGI), "
+        f"(ours {revision}{baseline}, {Settings().database_pool_size} connections per process; "
+        f"upstream openstack-placement {version or '-'} on uWSGI), "
         f"{options.rounds} turns of {options.block_seconds:g} s per section and server, "
         f"load average {os.getloadavg()[0]:.1f}."
     )

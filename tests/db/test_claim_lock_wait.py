@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
 
 import pytest
 from httpx import Response
@@ -22,6 +21,7 @@ from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import providers
 from placement_api.settings import Settings
 from tests.api.allocation_helpers import error, new_uuid, provider_with, put_allocations, usages
+from tests.api.changes_helpers import changes_after, latest_index
 from tests.db.allocation_state import consumers_without_allocations, orphan_allocations
 from tests.support.client import PlacementClient
 
@@ -105,12 +105,13 @@ async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
         pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
     rp = await provider_with(api, {"VCPU": {"total": 4}})
     consumer = new_uuid()
+    since = await latest_index(api)
     values = {"total": total, "uuid": rp}
     response = await _claim_while_locked(api, settings, rp, consumer, wanted, [change], values)
     found = await usages(api, rp)
     # The change the claim's statement writes, or (an inventory it did not
     # see: applied again after it) the one queued for the commit; none if refused.
-    recorded = [c for c in await _feed(api) if c["uuid"] == consumer]
+    recorded = [c for c in await changes_after(api, since) if c["uuid"] == consumer]
     if fits:
         assert response.status_code == 204, response.text
         assert found == wanted
@@ -120,11 +121,6 @@ async def test_a_waiting_claim_sees_the_inventory_its_lock_holder_committed(
         assert error(response)["conflict"] == "capacity"
         assert set(found.values()) == {0}
         assert recorded == []
-
-
-async def _feed(api: PlacementClient) -> list[dict[str, Any]]:
-    changes: list[dict[str, Any]] = (await api.get("/changes?since=0")).json()["changes"]
-    return changes
 
 
 async def test_a_claim_that_waited_for_a_writer_records_after_it(
@@ -137,6 +133,7 @@ async def test_a_claim_that_waited_for_a_writer_records_after_it(
         pytest.skip("SQLite has one writer at a time: a claim never waits inside a statement")
     rp = await provider_with(api, {"VCPU": {"total": 4}})
     consumer = new_uuid()
+    since = await latest_index(api)
     engine = create_engine(settings.database_url)
     try:
         async with engine.connect() as watcher:
@@ -156,7 +153,11 @@ async def test_a_claim_that_waited_for_a_writer_records_after_it(
     finally:
         await engine.dispose()
     assert response.status_code == 204, response.text
-    order = [(c["resource"], c["uuid"]) for c in await _feed(api)][-2:]
+    order = [
+        (c["resource"], c["uuid"])
+        for c in await changes_after(api, since)
+        if c["uuid"] in (rp, consumer)
+    ]
     assert order == [("resource_provider", rp), ("allocation", consumer)]
 
 

@@ -191,8 +191,9 @@ _FITS = (
     "<= (inventories.total - inventories.reserved) * inventories.allocation_ratio)"
 )
 _ENTRY_FIELDS = ("resource", "action", "uuid", "details")
+_BIGINT_ARRAYS = ("changes", "row_used")  # amounts; the other arrays hold ids
 _ARRAY_PARAMETERS = [
-    bindparam(name, type_=ARRAY(BigInteger if name in ("changes", "row_used") else Integer))
+    bindparam(name, type_=ARRAY(BigInteger if name in _BIGINT_ARRAYS else Integer))
     for name in ("providers", "classes", "changes", *_ROW_ARRAYS)
 ]
 
@@ -203,7 +204,7 @@ def _unseen(name: str) -> str:
     and PostgreSQL keeps one generic plan for the prepared statement instead
     of planning every run, which cost a claim's write statement more than
     running it (docs/performance.md, "Claims")."""
-    element = "BIGINT" if name in ("changes", "row_used") else "INTEGER"
+    element = "BIGINT" if name in _BIGINT_ARRAYS else "INTEGER"
     return f"CAST((SELECT :{name}) AS {element}[])"
 
 

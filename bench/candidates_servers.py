@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,15 +80,27 @@ async def drop_database(admin_dsn: str, database: str) -> None:
 # -- ours ------------------------------------------------------------------
 
 
-def prepare_ours(admin_dsn: str, database: str) -> str:
-    """Create and migrate the database; return its SQLAlchemy URL."""
+def prepare_ours(admin_dsn: str, database: str, tree: Path | None = None) -> str:
+    """Create and migrate the database; return its SQLAlchemy URL. With
+    ``tree`` (a checkout of another commit), migrated by that commit's code,
+    to that commit's schema."""
+    asyncio.run(recreate_database(admin_dsn, database))
+    url = server_dsn(admin_dsn, database).replace("postgresql://", "postgresql+asyncpg://", 1)
+    if tree is None:
+        _migrate(url)
+    else:
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        subprocess.run([sys.executable, __file__, url], env=env, cwd=tree, check=True)
+    return url
+
+
+def _migrate(url: str) -> None:
+    """The schema and the standard names, by the ``placement_api`` first on the path."""
     from placement_api.db import migrations
     from placement_api.db.engine import create_engine
     from placement_api.db.session import make_session_factory, unit_of_work
     from placement_api.domain.standard_names import sync_standard_names
 
-    asyncio.run(recreate_database(admin_dsn, database))
-    url = server_dsn(admin_dsn, database).replace("postgresql://", "postgresql+asyncpg://", 1)
     migrations.upgrade(url)
 
     async def sync() -> None:
@@ -97,7 +110,6 @@ def prepare_ours(admin_dsn: str, database: str) -> str:
         await engine.dispose()
 
     asyncio.run(sync())
-    return url
 
 
 @contextmanager
@@ -121,3 +133,8 @@ def prepare_upstream(bin_dir: Path, admin_dsn: str, database: str, config_dir: P
     """Create the database, write placement.conf, run ``placement-manage db sync``."""
     asyncio.run(recreate_database(admin_dsn, database))
     db_sync(bin_dir, server_dsn(admin_dsn, database), config_dir)
+
+
+if __name__ == "__main__":
+    # prepare_ours(tree=...): run with that commit's code first on the path.
+    _migrate(sys.argv[1])

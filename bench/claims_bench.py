@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import candidates_data as data
 import candidates_servers as servers
 
-from bench import claims_db
+from bench import claims_db, claims_floor
 from bench import claims_report as report
 from bench.change_feed_bench import baseline_tree
 from bench.claims_load import (
@@ -96,6 +96,10 @@ def _server_pids(url: str) -> set[int]:
     raise RuntimeError(f"no server process of ours for {url}")
 
 
+async def _sessions(options: argparse.Namespace, target: Target) -> int:
+    return await claims_db.sessions(options.pg_url, target.database) if target.database else 0
+
+
 async def _section(
     options: argparse.Namespace,
     targets: list[Target],
@@ -114,12 +118,16 @@ async def _section(
         if claims:
             await claims_db.reset(target.dsn, ours=target.ours)
     await asyncio.sleep(1.0)  # sessions are counted once their backend reports
-    sessions = {t.name: await claims_db.sessions(options.pg_url, t.database) for t in targets}
+    sessions = {t.name: await _sessions(options, t) for t in targets}
     tallies = {target.name: Tally() for target in targets}
     for turn in range(options.rounds):
         # Alternate who goes first, so neither always meets a warmer machine.
         for target in targets if turn % 2 == 0 else targets[::-1]:
-            backends = await claims_db.backend_pids(options.pg_url, target.database)
+            backends = (
+                await claims_db.backend_pids(options.pg_url, target.database)
+                if target.database
+                else set()
+            )
             await run_block(
                 pools[target.name],
                 work,
@@ -134,7 +142,7 @@ async def _section(
     await asyncio.sleep(1.0)
     outcomes = []
     for target in targets:
-        opened = await claims_db.sessions(options.pg_url, target.database) - sessions[target.name]
+        opened = await _sessions(options, target) - sessions[target.name]
         outcome = report.Outcome(name, target.name, tallies[target.name], opened)
         if claims:
             outcome.check = await claims_db.check(target.dsn, ours=target.ours)
@@ -145,7 +153,10 @@ async def _section(
 
 
 async def _measure(
-    options: argparse.Namespace, targets: list[Target], dataset: data.Dataset
+    options: argparse.Namespace,
+    targets: list[Target],
+    dataset: data.Dataset,
+    floor: Target | None,
 ) -> list[report.Outcome]:
     providers = [uuid for _, uuid, _, _, _ in dataset.providers]
     reads = {
@@ -167,6 +178,12 @@ async def _measure(
         outcomes += await _section(
             options, targets, name, PutClaims(providers), clients, claims=True
         )
+    if floor is not None:
+        clients = max(options.put_clients)
+        name = f"PUT /allocations, {clients} clients"
+        outcomes += await _section(
+            options, [floor], name, PutClaims(providers), clients, claims=False
+        )
     if "post" in options.sections:
         name = f"POST /allocations x{options.per_post}, {options.post_clients} clients"
         work = PostClaims(providers, options.per_post)
@@ -181,8 +198,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument(
         "--sections",
-        default="reads,put,post",
-        help="comma-separated sections to run, of: reads, put, post",
+        default="reads,put,floor,post",
+        help="comma-separated sections to run, of: reads, put, floor (an empty endpoint "
+        "loaded as the PUT sections load ours: bench/claims_floor.py), post",
     )
     parser.add_argument("--workers", type=int, default=2, help="processes of each server")
     parser.add_argument("--put-clients", default="8,64", help="comma-separated client counts")
@@ -196,8 +214,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--baseline",
         metavar="GIT_REF",
-        help="also serve this commit of ours (the 'baseline' server), to compare before/after; "
-        "its migrations must end where this tree's do (the data is loaded with this tree's)",
+        help="also serve this commit of ours (the 'baseline' server), to compare before/after, "
+        "on a database migrated by that commit",
     )
     parser.add_argument(
         "--upstream-venv",
@@ -210,7 +228,7 @@ def parse_args() -> argparse.Namespace:
     options = parser.parse_args()
     options.put_clients = [int(part) for part in options.put_clients.split(",")]
     options.sections = set(options.sections.split(","))
-    if not options.sections <= {"reads", "put", "post"}:
+    if not options.sections <= {"reads", "put", "floor", "post"}:
         parser.error(f"--sections: unknown {sorted(options.sections)}")
     if options.quick:
         options.rounds, options.block_seconds = 1, 2.0
@@ -252,7 +270,7 @@ def main() -> None:
             if options.baseline:
                 tree = stack.enter_context(baseline_tree(options.baseline))
                 base_db = f"bench_claims_baseline_{suffix}"
-                base_url = servers.prepare_ours(options.pg_url, base_db)
+                base_url = servers.prepare_ours(options.pg_url, base_db, tree=tree)
                 created.append(base_db)
                 base_dsn = servers.server_dsn(options.pg_url, base_db)
                 asyncio.run(data.load(base_dsn, dataset, data.OURS))
@@ -292,10 +310,17 @@ def main() -> None:
                         False,
                     )
                 )
+            floor = None
+            if "floor" in options.sections:
+                floor_url = stack.enter_context(
+                    claims_floor.empty_endpoint_server(work / "floor.log", options.workers)
+                )
+                pids = _server_pids(floor_url)
+                floor = Target(report.FLOOR, floor_url, "", "", pids, True, False)
             outcomes: list[report.Outcome] = []
 
             async def measure() -> None:
-                outcomes.extend(await _measure(options, targets, dataset))
+                outcomes.extend(await _measure(options, targets, dataset, floor))
 
             _run(measure())
     finally:

@@ -6,7 +6,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from bench import claims_db
+from bench.claims_floor import bound
 from bench.claims_load import Tally
+
+# The server name of the floor section's outcome (bench/claims_floor.py).
+FLOOR = "empty endpoint"
 
 
 @dataclass
@@ -66,8 +70,10 @@ def markdown(outcomes: list[Outcome], header: str) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     by_section: dict[str, dict[str, Outcome]] = {}
+    floors = [outcome for outcome in outcomes if outcome.server == FLOOR]
     for outcome in outcomes:
-        by_section.setdefault(outcome.section, {})[outcome.server] = outcome
+        if outcome.server != FLOOR:
+            by_section.setdefault(outcome.section, {})[outcome.server] = outcome
     for section, pair in by_section.items():
         claims = pair["ours"].check is not None
         for outcome in pair.values():
@@ -99,4 +105,9 @@ def markdown(outcomes: list[Outcome], header: str) -> str:
                 f"| {cpu} "
                 "| | | | | |"
             )
+    for floor in floors:
+        pair = by_section.get(floor.section, {})
+        if "ours" in pair:
+            upstream = pair["upstream"].tally if "upstream" in pair else None
+            lines += ["", f"{floor.section}: {bound(floor.tally, pair['ours'].tally, upstream)}"]
     return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ PUT/DELETE /allocations/{uuid}, POST /allocations and the reshaper.
 One transaction, in this order:
 
 1. resolve classes, providers and the consumers' owners in one statement
-   (400 for unknown names);
+   (``claim_names_sql.py``; 400 for unknown names);
 2. lock or create the consumers and check their generations
    (``domain/consumers.py``);
 3. remove the consumers' old allocation rows (theirs alone: the consumer
@@ -42,7 +42,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.domain import changes as feed
-from placement_api.domain import claim_sql
+from placement_api.domain import claim_names_sql, claim_sql
 from placement_api.domain import consumers as consumer_rows
 from placement_api.domain.capacity import fits, unit_violation
 from placement_api.domain.claim_sql import InventorySlot, Slot
@@ -122,7 +122,7 @@ async def _resolve_names(
 ) -> tuple[dict[str, int], dict[str, int], Owners, dict[str, int]]:
     """Ids of the classes and providers the claims name, and of the consumers'
     owners (``consumers.wanted_owners``), in one statement; on PostgreSQL, a
-    claim of one new consumer also inserts it there (``claim_sql.NAMES_CREATING``):
+    claim of one new consumer also inserts it there (``claim_names_sql.NAMES_CREATING``):
     the last value, the ids of the consumers so created by uuid.
 
     Unknown classes are reported before missing providers.
@@ -135,10 +135,10 @@ async def _resolve_names(
         return {}, {}, {kind: {} for kind in owners}, {}
     params = {kind: sorted(wanted) for kind, wanted in owners.items()}
     params |= {"names": sorted(names), "uuids": sorted(uuids)}
-    statement = claim_sql.NAMES
+    statement = claim_names_sql.NAMES
     if len(claims) == 1 and _creates_in_one_round_trip(session, claims[0]):
-        statement = claim_sql.NAMES_CREATING
-        params |= claim_sql.new_consumer_values(claims[0])
+        statement = claim_names_sql.NAMES_CREATING
+        params |= claim_names_sql.new_consumer_values(claims[0])
     for kind, key, row_id in await statement.rows(session, **params):
         found[kind][key] = row_id
     class_ids, provider_ids, created = (

@@ -164,13 +164,16 @@ def commit_on_driver(session: Session) -> bool:
     the session's own transaction bookkeeping; the session's close then
     releases the connection with nothing left to send. Run in a greenlet.
     False, having done nothing, when the session's transaction is no longer
-    that one (committed or rolled back meanwhile): the caller commits
-    through the session. ``after_commit`` listeners do not run (there are none).
+    that one (committed or rolled back meanwhile), or when anything listens
+    for ``after_commit``, which this commit would not tell: the caller
+    commits through the session.
 
     A COMMIT or feed append that fails or is cancelled closes the connection:
     its state is unknown (see ``discarded_on_failure``)."""
     cached = session.info.get(_DRIVER)
     if cached is None or cached[0] is not session.get_transaction():
+        return False
+    if session.dispatch.after_commit:
         return False
     connection: Connection = cached[2]
     session.flush()

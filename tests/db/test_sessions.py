@@ -1,6 +1,7 @@
 """The unit of work on PostgreSQL: statements sent to the driver directly run
 in a write's transaction, a read runs each statement on its own (no BEGIN
-and COMMIT round trips), and a pooled connection the server dropped is
+and COMMIT round trips), a commit that ``after_commit`` listeners wait for
+goes through the session, and a pooled connection the server dropped is
 replaced before a request uses it."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
@@ -47,6 +48,19 @@ async def test_direct_statements_share_the_unit_of_work_transaction(engine: Asyn
     # Committed, and handed back to the pool outside any transaction.
     assert driver is not None
     assert not driver.is_in_transaction()
+
+
+async def test_a_commit_others_listen_for_goes_through_the_session(engine: AsyncEngine) -> None:
+    """A commit sent on the driver would not tell ``after_commit`` listeners."""
+    factory = make_session_factory(engine)
+    told: list[object] = []
+    async with unit_of_work(factory, write=True) as session:
+        ((transaction,),) = await fetch_all(session, select(func.txid_current()))
+        event.listen(session.sync_session, "after_commit", told.append)
+    assert told == [session.sync_session]
+    async with unit_of_work(factory, write=False) as session:
+        ((status,),) = await fetch_all(session, select(func.txid_status(transaction)))
+    assert status == "committed"
 
 
 async def test_a_read_sends_no_begin_or_commit(engine: AsyncEngine) -> None:

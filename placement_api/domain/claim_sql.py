@@ -225,11 +225,11 @@ _LOCK_AND_APPLY = Prepared(
             WHERE usage.complete AND :entry_details IS NOT NULL
             RETURNING commit_seq
         )
-        SELECT {_RETURNED} FROM applied
+        SELECT 'slot', {_RETURNED} FROM applied
         UNION ALL
-        SELECT NULL, id, generation, NULL, NULL, NULL, NULL, NULL, NULL FROM locked
+        SELECT 'locked', id, generation, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM locked
         UNION ALL
-        SELECT NULL, NULL, commit_seq, NULL, NULL, NULL, NULL, NULL, NULL FROM logged
+        SELECT 'logged', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM logged
         """
     ).bindparams(
         bindparam("provider_ids", type_=ARRAY(Integer)),
@@ -298,9 +298,9 @@ async def lock_and_apply(
     fields = {f"entry_{name}": getattr(entry, name, None) for name in _ENTRY_FIELDS}
     values = {"provider_ids": list(provider_ids), "bumped_at": bumped_at, **fields}
     found = await _LOCK_AND_APPLY.rows(session, **values, **_arrays(changes, rows))
-    slots = [row for row in found if row[0] is not None]
-    generations = {row[1]: row[2] for row in found if row[0] is None and row[1] is not None}
-    logged = any(row[0] is None and row[1] is None for row in found)
+    slots = [row[1:] for row in found if row[0] == "slot"]
+    generations = {row[1]: row[2] for row in found if row[0] == "locked"}
+    logged = any(row[0] == "logged" for row in found)
     return generations, _slots(slots), logged
 
 

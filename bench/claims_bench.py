@@ -11,7 +11,11 @@ machine's drift weighs on both alike:
   ``GET /allocations/{consumer}``, ``GET /resource_providers?in_tree={u}``;
 - ``PUT /allocations/{new consumer}`` from 8 and from 64 concurrent clients,
   one claim (VCPU:1, MEMORY_MB:256, DISK_GB:1) on a random host each;
-- ``POST /allocations`` with 50 new consumers per request.
+- ``POST /allocations`` with 50 new consumers per request;
+- ``floor``: an empty endpoint loaded as ours is by the 64 PUT clients, and
+  the claims/s the cores allow (``claims_floor.py``);
+- ``race``: claimers racing for the last room of nearly full providers, and
+  the providers each server leaves over capacity (``claims_race.py``).
 
 Before each claims section the allocations are emptied; after it the
 database is checked: no provider over capacity, usage equal to the sum of
@@ -49,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import candidates_data as data
 import candidates_servers as servers
 
-from bench import claims_db, claims_floor
+from bench import claims_db, claims_floor, claims_race
 from bench import claims_report as report
 from bench.change_feed_bench import baseline_tree
 from bench.claims_load import (
@@ -198,10 +202,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument(
         "--sections",
-        default="reads,put,floor,post",
+        default="reads,put,floor,post,race",
         help="comma-separated sections to run, of: reads, put, floor (an empty endpoint "
-        "loaded as the PUT sections load ours: bench/claims_floor.py), post",
+        "loaded as the PUT sections load ours: bench/claims_floor.py), post, race (claimers "
+        "racing for the last room: bench/claims_race.py)",
     )
+    parser.add_argument("--race-rounds", type=int, default=20)
+    parser.add_argument("--race-providers", type=int, default=3)
+    parser.add_argument("--race-clients", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2, help="processes of each server")
     parser.add_argument("--put-clients", default="8,64", help="comma-separated client counts")
     parser.add_argument("--post-clients", type=int, default=4)
@@ -228,7 +236,7 @@ def parse_args() -> argparse.Namespace:
     options = parser.parse_args()
     options.put_clients = [int(part) for part in options.put_clients.split(",")]
     options.sections = set(options.sections.split(","))
-    if not options.sections <= {"reads", "put", "floor", "post"}:
+    if not options.sections <= {"reads", "put", "floor", "post", "race"}:
         parser.error(f"--sections: unknown {sorted(options.sections)}")
     if options.quick:
         options.rounds, options.block_seconds = 1, 2.0
@@ -318,9 +326,19 @@ def main() -> None:
                 pids = _server_pids(floor_url)
                 floor = Target(report.FLOOR, floor_url, "", "", pids, True, False)
             outcomes: list[report.Outcome] = []
+            races: dict[str, claims_race.RaceTally] = {}
 
             async def measure() -> None:
                 outcomes.extend(await _measure(options, targets, dataset, floor))
+                for target in targets if "race" in options.sections else ():
+                    races[target.name] = await claims_race.race(
+                        target.url,
+                        HEADERS,
+                        target.keep_alive,
+                        options.race_rounds,
+                        options.race_providers,
+                        options.race_clients,
+                    )
 
             _run(measure())
     finally:
@@ -337,14 +355,17 @@ def main() -> None:
         f"{options.rounds} turns of {options.block_seconds:g} s per section and server, "
         f"load average {os.getloadavg()[0]:.1f}."
     )
-    table = report.markdown(outcomes, header)
+    table = report.markdown(outcomes, header) if outcomes else header + "\n"
+    if races:
+        table += "\n" + claims_race.markdown(races, options.race_providers, options.race_clients)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (options.out_dir / f"claims-{stamp}.md").write_text(table)
-    (options.out_dir / f"claims-{stamp}.json").write_text(
-        json.dumps([report.summary(outcome) for outcome in outcomes], indent=2)
-    )
+    summaries = [report.summary(outcome) for outcome in outcomes]
+    summaries += [tally.summary(server) for server, tally in races.items()]
+    (options.out_dir / f"claims-{stamp}.json").write_text(json.dumps(summaries, indent=2))
     print(table)
-    if any(outcome.verified is False for outcome in outcomes):
+    ours_overfilled = any(t.over_capacity for name, t in races.items() if name != "upstream")
+    if ours_overfilled or any(outcome.verified is False for outcome in outcomes):
         sys.exit(1)
 
 

@@ -1,4 +1,5 @@
-"""The statements of an allocation write, built once.
+"""The statements of an allocation write, built once (the look-up that
+opens it is ``claim_names_sql.py``'s).
 
 A claim is on the hottest path of the service; building and compiling its
 statements cost the API more CPU than running them (profiled: about 40% of

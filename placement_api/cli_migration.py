@@ -21,6 +21,7 @@ from placement_api.migration.moves import (
 )
 from placement_api.migration.problems import MigrationError
 from placement_api.migration.progress import Phases, phases
+from placement_api.migration.snapshot import OverCapacity
 
 console = Console(stderr=True)
 MAX_PROBLEMS_SHOWN = 50
@@ -101,5 +102,20 @@ def _show_plan(plan: MovePlan) -> None:
         for problem in plan.problems[:MAX_PROBLEMS_SHOWN]:
             problems.add_row(problem.table, problem.row, problem.reason)
         console.print(problems)
+    _show_over_capacity(plan.snapshot.over_capacity())
     if plan.target_refusal:
         console.print(f"[red]Target refused:[/red] {plan.target_refusal}")
+
+
+def _show_over_capacity(over: list[OverCapacity]) -> None:
+    """Not a problem (upstream and ours serve such inventories), but the operator's to resolve."""
+    if not over:
+        return
+    title = (
+        f"{len(over)} inventories over capacity (used beyond (total - reserved) * "
+        "allocation_ratio): they move as they are"
+    )
+    table = Table("provider", "class", "used", "capacity", title=title)
+    for row in over[:MAX_PROBLEMS_SHOWN]:
+        table.add_row(row.provider_uuid, row.resource_class, str(row.used), f"{row.capacity:g}")
+    console.print(table)

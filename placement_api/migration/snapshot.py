@@ -10,6 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from placement_api.domain.capacity import InventoryLimits, fits
+
 
 class ProviderRow(NamedTuple):
     id: int
@@ -45,6 +47,15 @@ class AllocationRow(NamedTuple):
     consumer_id: int
     resource_class: str
     used: int
+
+
+class OverCapacity(NamedTuple):
+    """An inventory its allocations exceed."""
+
+    provider_uuid: str
+    resource_class: str
+    used: int
+    capacity: float
 
 
 @dataclass
@@ -85,6 +96,30 @@ class Snapshot:
         for allocation in self.allocations:
             usage[allocation.resource_class] += allocation.used
         return dict(usage)
+
+    def over_capacity(self) -> list[OverCapacity]:
+        """Inventories whose allocations exceed ``(total - reserved) *
+        allocation_ratio``: left by claims that raced past upstream's check,
+        or by a total or ratio lowered under its usage. They move as they are."""
+        usage: Counter[tuple[int, str]] = Counter()
+        for allocation in self.allocations:
+            usage[allocation.provider_id, allocation.resource_class] += allocation.used
+        uuids = {provider.id: provider.uuid for provider in self.providers}
+        found = []
+        for inventory in self.inventories:
+            limits = InventoryLimits(
+                total=inventory.total,
+                reserved=inventory.reserved,
+                min_unit=inventory.min_unit,
+                max_unit=inventory.max_unit,
+                step_size=inventory.step_size,
+                allocation_ratio=inventory.allocation_ratio,
+            )
+            used = usage[inventory.provider_id, inventory.resource_class]
+            if not fits(limits, used):
+                uuid = uuids.get(inventory.provider_id, f"id={inventory.provider_id}")
+                found.append(OverCapacity(uuid, inventory.resource_class, used, limits.capacity))
+        return sorted(found)
 
 
 def parents_first(providers: list[ProviderRow]) -> list[ProviderRow]:

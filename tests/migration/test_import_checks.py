@@ -76,6 +76,29 @@ def broken_source_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         yield url
 
 
+@pytest.fixture(scope="module")
+def overfull_source_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A sound source where one allocation takes more than its inventory holds,
+    as claims racing past upstream's capacity check leave it."""
+    with filled_upstream_database(tmp_path_factory.mktemp("overfull")) as url:
+        engine = create_engine(url, poolclass=NullPool)
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "UPDATE allocations SET used = used + 1000000000 "
+                    "WHERE id = (SELECT MIN(id) FROM (SELECT id FROM allocations) AS first)"
+                )
+            )
+            (provider,) = connection.execute(
+                text(
+                    "SELECT uuid FROM resource_providers WHERE id = (SELECT resource_provider_id "
+                    "FROM allocations ORDER BY used DESC LIMIT 1)"
+                )
+            ).one()
+        engine.dispose()
+        yield url, provider
+
+
 def count(database_url: str, table: str) -> int:
     async def query() -> int:
         engine = create_async_engine(database_url)
@@ -115,6 +138,20 @@ def test_import_refuses_a_source_with_rows_that_cannot_move(
     assert "2 rows cannot be moved" in result.stderr
     assert count(ours_url, "resource_providers") == 0
     assert count(ours_url, "allocations") == 0
+
+
+def test_inventories_over_capacity_are_reported_and_move_as_they_are(
+    overfull_source_url: tuple[str, str], ours_url: str
+) -> None:
+    source, provider = overfull_source_url
+    dry_run = run_db_command("import", "--source", source, "--dry-run", url=ours_url)
+    assert dry_run.returncode == 0, dry_run.stderr
+    assert "1 inventories over capacity" in dry_run.stderr
+    assert provider in dry_run.stderr
+    moved = run_db_command("import", "--source", source, url=ours_url)
+    assert moved.returncode == 0, moved.stderr
+    assert "1 inventories over capacity" in moved.stderr
+    assert count(ours_url, "allocations") == ALLOCATIONS
 
 
 def test_import_refuses_a_target_that_is_not_empty(source_url: str, ours_url: str) -> None:

@@ -7,6 +7,7 @@ from placement_api.migration.snapshot import (
     AllocationRow,
     ConsumerRow,
     InventoryRow,
+    OverCapacity,
     ProviderRow,
     Snapshot,
     parents_first,
@@ -81,3 +82,22 @@ def test_allocations_need_a_consumer_and_an_inventory_and_consumers_their_owners
         "its consumer does not exist",
         "no inventory of that class on that provider",
     ]
+
+
+def test_inventories_over_capacity_are_those_their_allocations_exceed() -> None:
+    snapshot = Snapshot(
+        providers=[provider(1, 1), provider(2, 2)],
+        inventories=[
+            # capacity (8 - 2) * 1.5 = 9
+            InventoryRow(1, "VCPU", 8, 2, 1, 8, 1, 1.5),
+            InventoryRow(1, "MEMORY_MB", 100, 0, 1, 100, 1, 1.0),
+            InventoryRow(2, "VCPU", 8, 2, 1, 8, 1, 1.5),
+        ],
+        allocations=[
+            AllocationRow(1, 10, "VCPU", 5),
+            AllocationRow(1, 11, "VCPU", 5),
+            AllocationRow(1, 10, "MEMORY_MB", 100),
+            AllocationRow(2, 12, "VCPU", 9),
+        ],
+    )
+    assert snapshot.over_capacity() == [OverCapacity("uuid-1", "VCPU", 10, 9.0)]

@@ -213,8 +213,10 @@ def db_upgrade(
 
 @db_app.command("current")
 def db_current() -> None:
-    """Print the schema revision and whether it is the newest: exit 0 only when
-    it is, 1 when the database is empty or out of date, 2 when it cannot be read."""
+    """Print the schema revision and whether it is the newest.
+
+    Exit 0 only when it is, 1 when the database is empty or out of date, 2 when it
+    cannot be read."""
     url = command_settings().database_url
     with database_errors(url):
         database.require_existing(url)
@@ -228,8 +230,10 @@ def db_current() -> None:
 
 @app.command()
 def status() -> None:
-    """Upgrade check: database reachable, schema current, policy file valid, settings
-    sane. Exit 0 when all succeed, 1 on a warning, 2 on a failure."""
+    """Upgrade check: database, schema, policy file and settings.
+
+    Checks that the database is reachable, the schema current, the policy file valid
+    and the settings sane. Exit 0 when all succeed, 1 on a warning, 2 on a failure."""
     try:
         settings = valid_settings()
     except ConfigFileError as exc:
@@ -239,9 +243,11 @@ def status() -> None:
 
 @app.command()
 def audit(fix: cli_operator.FixOption = False, as_json: cli_operator.JsonOption = False) -> None:
-    """Find rows the service's invariants forbid: usage that differs from the sum of
-    allocations, providers over capacity, consumers without allocations, allocations
-    on providers that no longer exist. Exit 0 when none remain, 1 otherwise."""
+    """Find rows the service's invariants forbid (--fix repairs what it can).
+
+    Usage that differs from the sum of allocations, providers over capacity,
+    consumers without allocations, allocations on providers that no longer exist.
+    Exit 0 when none remain, 1 otherwise."""
     settings = command_settings()
     with database_errors(settings.database_url):
         cli_operator.audit(settings, fix=fix, as_json=as_json)
@@ -253,8 +259,9 @@ def capacity(
     by: cli_capacity.ByOption = "az",
     as_json: cli_operator.JsonOption = False,
 ) -> None:
-    """How many instances of each flavor still fit, by zone, aggregate or host, with
-    free capacity per class (the GET /capacity report, read from the database)."""
+    """How many instances of each flavor still fit, by zone, aggregate or host.
+
+    With free capacity per class: the GET /capacity report, read from the database."""
     settings = command_settings()
     with database_errors(settings.database_url):
         cli_capacity.capacity(settings, options=flavor or [], by=by, as_json=as_json)
@@ -272,8 +279,9 @@ def policy_list(as_json: cli_operator.JsonOption = False) -> None:
 
 @cli_operator.policy_app.command("sample")
 def policy_sample(output: cli_operator.OutputOption = None) -> None:
-    """A sample policy file: every rule commented out at its default, as
-    oslopolicy-sample-generator writes it (also: `oslopolicy-sample-generator
+    """A sample policy file: every rule commented out at its default.
+
+    As oslopolicy-sample-generator writes it (also: `oslopolicy-sample-generator
     --namespace placement`)."""
     cli_operator.policy_sample(output)
 

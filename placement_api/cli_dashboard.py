@@ -50,8 +50,9 @@ def dashboard(
         float, typer.Option(min=1.0, help="Seconds between reads of GET /heartbeats.")
     ] = LiveOptions.liveness_interval,
 ) -> None:
-    """Serve a read-only page of capacity, fits per flavor, usage per host, hosts
-    down and recent changes, kept live from the change feed."""
+    """Serve a read-only page of capacity, kept live from the change feed.
+
+    It shows fits per flavor, usage per host, hosts down and recent changes."""
     if not (is_loopback(host) or allow_remote):
         console.print(
             f"[red]Refusing to listen on {host}.[/red] Anyone who reaches the page sees the "

@@ -50,8 +50,9 @@ def register(db_app: typer.Typer) -> None:
 
 
 def db_import(source: SourceOption, dry_run: DryRunOption = False) -> None:
-    """Copy an upstream Placement database into ours (PLACEMENT_DATABASE_URL), which
-    must be migrated and empty, in one transaction."""
+    """Copy an upstream Placement database into ours, in one transaction.
+
+    Ours (PLACEMENT_DATABASE_URL) must be migrated and empty."""
     target = command_settings().database_url
     _move(
         lambda bars: plan_import(source, target, bars),
@@ -61,8 +62,9 @@ def db_import(source: SourceOption, dry_run: DryRunOption = False) -> None:
 
 
 def db_export(target: TargetOption, dry_run: DryRunOption = False) -> None:
-    """Copy our database (PLACEMENT_DATABASE_URL) into an empty upstream-schema
-    database, in one transaction, so upstream Placement can serve it again."""
+    """Copy ours into an empty upstream-schema database, in one transaction.
+
+    Ours is PLACEMENT_DATABASE_URL; upstream Placement can then serve the copy again."""
     source = command_settings().database_url
     _move(
         lambda bars: plan_export(source, target, bars),

@@ -104,8 +104,10 @@ def serve(
     ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Serve the scheduler API. Options override PLACEMENT_SCHEDULER_* variables,
-    which override the YAML settings file."""
+    """Serve the scheduler API.
+
+    Options override PLACEMENT_SCHEDULER_* variables, which override the YAML
+    settings file."""
     import uvicorn
 
     from scheduler.serving.collector import tune_collector

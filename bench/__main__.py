@@ -4,7 +4,7 @@
     python -m bench candidates ...  # one benchmark, with its own arguments
     python -m bench scheduler --help
     python -m bench change-feed     # claims/s before and after the change feed
-    python -m bench claims --quick  # PUT/POST /allocations and reads, ours against upstream
+    python -m bench claims --quick  # PUT/POST /allocations, reads, the floor, the last-room race
     python -m bench capacity        # capacity reports, 10,000 hosts x 5 flavors
     python -m bench heartbeats      # what 10,000 hosts' heartbeats cost the API and PostgreSQL
 

@@ -14,7 +14,7 @@ import asyncio
 import json
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench.lean_http import Connection
@@ -35,7 +35,7 @@ class RaceTally:
     over_capacity: int = 0
 
     def summary(self, server: str) -> dict[str, Any]:
-        return {"section": "last room race", "server": server, **self.__dict__}
+        return {"section": "last room race", "server": server, **asdict(self)}
 
 
 def _body(allocations: dict[str, int]) -> bytes:

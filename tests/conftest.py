@@ -11,15 +11,13 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from httpx import ASGITransport, AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from placement_api.app import create_app
 from placement_api.db import migrations
 from placement_api.db.engine import create_engine
 from placement_api.settings import Settings
 from tests.support import databases
-from tests.support.client import PlacementClient
+from tests.support.client import PlacementClient, app_client
 
 # One real Keystone per test process, for every directory that asks for it.
 from tests.support.keystone import keystone  # noqa: F401
@@ -63,9 +61,6 @@ async def cleaner(database_url: str) -> AsyncIterator[AsyncEngine]:
 @pytest.fixture
 async def api(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[PlacementClient]:
     """An admin client at the latest microversion, over the ASGI app on a clean database."""
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://placement") as http:
-            yield PlacementClient(http)
+    async with app_client(settings) as client:
+        yield client
     await databases.clean(cleaner)

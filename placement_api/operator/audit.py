@@ -214,10 +214,10 @@ async def _ownerless_consumers(session: AsyncSession) -> list[Finding]:
     )
     findings = []
     for uuid, *values in rows:
+        # values: (reference, found) of each owner, in the order of ``owners``.
+        checked = zip(owners, values[::2], values[1::2], strict=True)
         gone = [
-            f"{kind} id {values[2 * index]} no longer exists"
-            for index, (kind, _, _) in enumerate(owners)
-            if not values[2 * index + 1]
+            f"{kind} id {ref} no longer exists" for (kind, _, _), ref, found in checked if not found
         ]
         findings.append(Finding(OWNERLESS_CONSUMER, uuid, ", ".join(gone), False))
     return findings

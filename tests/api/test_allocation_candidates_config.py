@@ -3,28 +3,13 @@ generated and randomised order, over HTTP on every backend."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import pytest
-from httpx import ASGITransport, AsyncClient
 
-from placement_api.app import create_app
 from placement_api.settings import Settings
-from tests.support.client import PlacementClient
+from tests.support.client import PlacementClient, app_client
 from tests.support.provider_trees import TreeBuilder
 
 HOSTS = 30
-
-
-@asynccontextmanager
-async def client_with(settings: Settings, **changes: object) -> AsyncIterator[PlacementClient]:
-    """A second app on the same database, configured differently."""
-    app = create_app(settings.model_copy(update=changes))
-    async with app.router.lifespan_context(app):
-        transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://placement") as http:
-            yield PlacementClient(http)
 
 
 @pytest.fixture
@@ -46,7 +31,7 @@ async def chosen_hosts(client: PlacementClient, query: str) -> list[str]:
 
 
 async def test_cap_bounds_the_candidates_generated(settings: Settings, hosts: TreeBuilder) -> None:
-    async with client_with(settings, max_allocation_candidates=3) as capped:
+    async with app_client(settings, max_allocation_candidates=3) as capped:
         assert len(await chosen_hosts(capped, "resources=VCPU:1")) == 3
         assert len(await chosen_hosts(capped, "resources=VCPU:1&limit=2")) == 2
         assert len(await chosen_hosts(capped, "resources=VCPU:1&limit=10")) == 3
@@ -63,7 +48,7 @@ async def test_without_randomising_the_order_is_stable(
 async def test_randomised_candidates_vary_between_requests(
     settings: Settings, hosts: TreeBuilder
 ) -> None:
-    async with client_with(settings, randomize_allocation_candidates=True) as shuffled:
+    async with app_client(settings, randomize_allocation_candidates=True) as shuffled:
         picks = [
             frozenset(await chosen_hosts(shuffled, "resources=VCPU:1&limit=5")) for _ in range(6)
         ]

@@ -18,7 +18,7 @@ from placement_api.db.session import SessionFactory, make_session_factory, unit_
 from placement_api.domain import feed_index, providers
 from placement_api.settings import Settings
 from tests.api.changes_helpers import changes_after, latest_index
-from tests.support.client import PlacementClient, error_code
+from tests.support.client import PlacementClient, app_client, error_code
 
 # Long enough that only a wake-up, never the periodic re-read, can end a wait early.
 SLOW_POLL = {"changes_poll_interval": 60.0, "changes_max_wait": 60}
@@ -27,11 +27,8 @@ SLOW_POLL = {"changes_poll_interval": 60.0, "changes_max_wait": 60}
 @pytest.fixture
 async def feed_api(settings: Settings) -> AsyncIterator[PlacementClient]:
     """An admin client of an app that re-reads the feed only once a minute while waiting."""
-    app = create_app(settings.model_copy(update=SLOW_POLL))
-    async with app.router.lifespan_context(app):
-        transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://placement") as http:
-            yield PlacementClient(http)
+    async with app_client(settings, **SLOW_POLL) as client:
+        yield client
 
 
 async def test_without_since_only_the_latest_index_is_given(api: PlacementClient) -> None:

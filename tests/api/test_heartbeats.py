@@ -8,15 +8,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from httpx import ASGITransport, AsyncClient
 from sqlalchemy import select, update
 
-from placement_api.app import create_app
 from placement_api.db.engine import create_engine
 from placement_api.db.models import ProviderHeartbeat, ResourceProvider
 from placement_api.settings import Settings
 from tests.api.changes_helpers import latest_index
-from tests.support.client import PlacementClient
+from tests.support.client import PlacementClient, app_client
 from tests.support.snapshot import database_snapshot
 
 METRICS = {"cpu.percent": 12.5, "memory.used": 2048, "memory.total": 8192, "memory.percent": 25}
@@ -133,11 +131,8 @@ async def test_a_host_is_down_once_missed_intervals_times_its_interval_passed(
 @pytest.fixture
 async def one_miss_api(settings: Settings) -> AsyncIterator[PlacementClient]:
     """An admin client of an app that declares a host down after one missed interval."""
-    app = create_app(settings.model_copy(update={"heartbeat_missed_intervals": 1}))
-    async with app.router.lifespan_context(app):
-        transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://placement") as http:
-            yield PlacementClient(http)
+    async with app_client(settings, heartbeat_missed_intervals=1) as client:
+        yield client
 
 
 async def test_the_missed_intervals_setting_moves_down_after(

@@ -13,18 +13,16 @@ from types import SimpleNamespace
 from typing import cast
 
 import pytest
-from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from placement_api.app import create_app
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, claims
 from placement_api.domain.consumers import ConsumerClaim
 from placement_api.settings import Settings
 from tests.api.allocation_helpers import PROJECT, USER, new_uuid, provider_with, put_allocations
 from tests.api.changes_helpers import latest_index
-from tests.support.client import PlacementClient
+from tests.support.client import PlacementClient, app_client
 
 Entry = tuple[str, str, str, str]
 _LAST_OF = text(
@@ -105,11 +103,8 @@ async def test_the_statements_entry_is_the_one_python_builds(
 async def slow_poll_api(settings: Settings) -> AsyncIterator[PlacementClient]:
     """A client of an app whose waiting readers re-read the feed only once a
     minute: only the wake-up of a recording commit ends their wait early."""
-    app = create_app(settings.model_copy(update={"changes_poll_interval": 60.0}))
-    async with app.router.lifespan_context(app):
-        transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://placement") as http:
-            yield PlacementClient(http)
+    async with app_client(settings, changes_poll_interval=60.0) as client:
+        yield client
 
 
 async def test_a_claim_whose_statement_recorded_it_wakes_waiting_readers(

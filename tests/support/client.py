@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
-from httpx import AsyncClient, Response
+from httpx import ASGITransport, AsyncClient, Response
+
+from placement_api.app import create_app
+from placement_api.settings import Settings
 
 LATEST = "latest"
 
@@ -69,3 +74,13 @@ class PlacementClient:
 def error_code(response: Response) -> str:
     code: str = response.json()["errors"][0]["code"]
     return code
+
+
+@asynccontextmanager
+async def app_client(settings: Settings, **changes: object) -> AsyncIterator[PlacementClient]:
+    """An admin client over the ASGI app made with ``settings`` (and ``changes``), started."""
+    app = create_app(settings.model_copy(update=changes) if changes else settings)
+    async with app.router.lifespan_context(app):
+        transport = ASGITransport(app=app)
+        async with AsyncClient(transport=transport, base_url="http://placement") as http:
+            yield PlacementClient(http)

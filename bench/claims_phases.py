@@ -16,12 +16,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from placement_api import deps
 from placement_api.db import session as db_session
 from placement_api.db.session import UnitOfWork
 from placement_api.domain import changes, claims, consumers
-from placement_api.routers import allocations as router
-from placement_api.schemas import write_limits
+from placement_api.web import deps
+from placement_api.web.routers import allocations as router
+from placement_api.web.schemas import write_limits
 
 # phase -> (owner, attribute): module functions the handler reaches by name.
 PHASES: dict[str, tuple[Any, str]] = {

@@ -152,7 +152,7 @@ def measure(
 
 def validation_cost(conf: Path, token: str, calls: int = 1000) -> tuple[float, float]:
     """Median wall and mean CPU microseconds of one cached validation, in process."""
-    from placement_api.keystone import KeystoneAuthenticator
+    from placement_api.auth.keystone import KeystoneAuthenticator
 
     authenticator = KeystoneAuthenticator(conf, timeout=30)
 

@@ -1,3 +1,3 @@
-from placement_api.cli import main
+from placement_api.cli.main import main
 
 main()

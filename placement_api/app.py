@@ -18,25 +18,25 @@ from starlette.responses import Response
 from starlette.types import ASGIApp
 
 from placement_api import errors, microversion
-from placement_api.auth import KEYSTONE, Authenticator, NoAuth2Authenticator
-from placement_api.capacity_sources import CapacitySources
-from placement_api.change_feed import ChangeFeed
+from placement_api.auth.context import KEYSTONE, Authenticator, NoAuth2Authenticator
+from placement_api.auth.keystone import NEEDS_CONFIG_FILE, KeystoneAuthenticator
+from placement_api.auth.policy import Policy
 from placement_api.db.engine import engine_for
 from placement_api.db.session import make_session_factory, unit_of_work
-from placement_api.deps import Services
-from placement_api.dispatch import Dispatcher
 from placement_api.domain.standard_names import sync_standard_names
-from placement_api.keystone import NEEDS_CONFIG_FILE, KeystoneAuthenticator
-from placement_api.middleware import PlacementRequestMiddleware
 from placement_api.observability import metrics
 from placement_api.observability.access import AccessMiddleware
 from placement_api.observability.capacity_gauges import CapacityGauges
-from placement_api.policy import Policy
-from placement_api.rendering import error_response
-from placement_api.request_limits import RequestLimitsMiddleware
-from placement_api.routers import ROUTERS, health
-from placement_api.routers import metrics as metrics_router
+from placement_api.services.capacity_sources import CapacitySources
+from placement_api.services.change_feed import ChangeFeed
 from placement_api.settings import Settings, get_settings
+from placement_api.web.deps import Services
+from placement_api.web.fastpath.dispatch import Dispatcher
+from placement_api.web.middleware import PlacementRequestMiddleware
+from placement_api.web.rendering import error_response
+from placement_api.web.request_limits import RequestLimitsMiddleware
+from placement_api.web.routers import ROUTERS, health
+from placement_api.web.routers import metrics as metrics_router
 
 LOG = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ upstream Placement reads it, into a private ``ConfigOpts`` (never the global
 one). The options below are translated into settings fields; any
 ``PLACEMENT_*`` environment variable (or an explicit ``Settings(...)``
 argument) wins over the file. ``[keystone_authtoken]`` is not a setting: the
-same file is handed to keystonemiddleware whole (``placement_api.keystone``).
+same file is handed to keystonemiddleware whole (``placement_api.auth.keystone``).
 The mapping is documented in ``docs/keystone.md``.
 """
 

@@ -26,7 +26,7 @@ from placement_api.domain import changes, providers, resource_classes
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, fits
 from placement_api.domain.generations import bump_provider_generation, now
 from placement_api.domain.providers import ProviderRecord
-from placement_api.rendering import newest
+from placement_api.web.rendering import newest
 
 LOG = logging.getLogger(__name__)
 

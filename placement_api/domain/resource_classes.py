@@ -15,7 +15,7 @@ from placement_api.db.models import Allocation, Inventory, ResourceClass
 from placement_api.domain import changes
 from placement_api.domain.generations import now
 from placement_api.domain.standard_names import is_standard_resource_class
-from placement_api.rendering import newest
+from placement_api.web.rendering import newest
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from placement_api.domain import changes
 from placement_api.domain.generations import bump_provider_generation, now
 from placement_api.domain.providers import ProviderRecord
 from placement_api.domain.standard_names import CUSTOM_PREFIX
-from placement_api.rendering import newest
+from placement_api.web.rendering import newest
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placement_api import errors
 from placement_api.observability import metrics
-from placement_api.rendering import error_response
+from placement_api.web.rendering import error_response
 
 ACCESS_LOG = logging.getLogger("placement_api.access")
 LOG = logging.getLogger("placement_api.errors")

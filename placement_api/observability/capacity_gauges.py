@@ -19,9 +19,9 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from placement_api.capacity_sources import CapacitySources
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain.capacity_report.report import AGGREGATE, ZONE, capacity_reports
+from placement_api.services.capacity_sources import CapacitySources
 
 LOG = logging.getLogger(__name__)
 PREFIX = "placement_capacity"

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from placement_api.capacity_sources import CapacityFileError, CapacitySources
+from placement_api.auth.policy import Policy
 from placement_api.db import migrations
 from placement_api.operator import database
-from placement_api.policy import Policy
+from placement_api.services.capacity_sources import CapacityFileError, CapacitySources
 from placement_api.settings import Settings
 
 _CONFIG_FILE = "Config file"
@@ -106,7 +106,7 @@ def _auth(settings: Settings) -> tuple[Code, str]:
             "noauth2 trusts any token: for tests only; set PLACEMENT_AUTH_STRATEGY=keystone",
         )
     # keystonemiddleware takes a fifth of a second to import: only when it is used.
-    from placement_api.keystone import KeystoneConfigError, check_configuration
+    from placement_api.auth.keystone import KeystoneConfigError, check_configuration
 
     try:
         check_configuration(settings.config_file, settings.keystone_timeout)

@@ -1,5 +1,5 @@
 """One-line reasons an operator's YAML file was refused, shared by the scheduler's
-flavors file and the API's capacity files (``placement_api.capacity_sources``)."""
+flavors file and the API's capacity files (``placement_api.services.capacity_sources``)."""
 
 from __future__ import annotations
 

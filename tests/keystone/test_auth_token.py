@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from placement_api import errors
-from placement_api.keystone import KeystoneAuthenticator
+from placement_api.auth.keystone import KeystoneAuthenticator
 from tests.keystone.conftest import (
     ON_KEYSTONE_WORKER,
     Cloud,

@@ -6,7 +6,7 @@ import pytest
 from starlette.datastructures import Headers
 
 from placement_api import errors
-from placement_api.auth import RequestContext, context_from_headers
+from placement_api.auth.context import RequestContext, context_from_headers
 
 
 def authenticate(headers: dict[str, str]) -> RequestContext:

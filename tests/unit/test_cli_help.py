@@ -11,7 +11,7 @@ import pytest
 import typer
 
 from agent.cli import app as agent_app
-from placement_api.cli import app as api_app
+from placement_api.cli.main import app as api_app
 from scheduler.cli import app as scheduler_app
 
 APPS = {

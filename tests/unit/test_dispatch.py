@@ -11,8 +11,8 @@ import pytest
 from starlette.routing import Match, Router
 
 from placement_api.app import create_app
-from placement_api.dispatch import Dispatcher
 from placement_api.settings import Settings
+from placement_api.web.fastpath.dispatch import Dispatcher
 
 METHODS = ("GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", "OPTIONS")
 

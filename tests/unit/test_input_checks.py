@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from placement_api import errors
-from placement_api.input_checks import check_path_and_query, decode_json
+from placement_api.web.input_checks import check_path_and_query, decode_json
 
 REFUSED = {
     "escaped NUL": (b'{"a": "\\u0000"}', "U+0000"),

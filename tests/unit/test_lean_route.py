@@ -19,8 +19,8 @@ from fastapi.routing import APIRoute
 from starlette.responses import JSONResponse, Response
 
 from placement_api.app import create_app
-from placement_api.lean_route import PlacementRoute, call_plan
 from placement_api.settings import Settings
+from placement_api.web.fastpath.lean_route import PlacementRoute, call_plan
 
 # Dependant's fields as lean_route.call_plan knows them: each is either
 # followed by the plan or makes it give the route back to FastAPI.

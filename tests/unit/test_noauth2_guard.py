@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from placement_api import cli
 from placement_api.app import NOAUTH2_WARNING, create_app
+from placement_api.cli import main as cli
 from placement_api.settings import Settings, get_settings
 
 

@@ -12,9 +12,13 @@ import yaml
 from openapi_spec_validator import validate
 
 from placement_api.microversion import FEATURES
-from placement_api.openapi import UNAUTHENTICATED_PATHS, openapi_document, render_openapi_yaml
-from placement_api.openapi_errors import CONFLICTS
-from placement_api.openapi_versions import CHANGES, INTRODUCED, described_features
+from placement_api.openapi.document import (
+    UNAUTHENTICATED_PATHS,
+    openapi_document,
+    render_openapi_yaml,
+)
+from placement_api.openapi.errors import CONFLICTS
+from placement_api.openapi.versions import CHANGES, INTRODUCED, described_features
 from tests.support.client import PlacementClient
 
 CHECKED_IN = Path(__file__).resolve().parents[2] / "openapi.yaml"

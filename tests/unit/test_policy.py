@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from oslo_policy.policy import PolicyNotRegistered
 
-from placement_api import errors, policies
-from placement_api.auth import RequestContext, context_from_headers
-from placement_api.policies import (
+from placement_api import errors
+from placement_api.auth import policies
+from placement_api.auth.context import RequestContext, context_from_headers
+from placement_api.auth.policies import (
     aggregate,
     allocation,
     allocation_candidate,
@@ -25,7 +26,7 @@ from placement_api.policies import (
     trait,
     usage,
 )
-from placement_api.policy import Policy
+from placement_api.auth.policy import Policy
 
 PROJECT = "6a1f0b1c-project"
 OTHER_PROJECT = "9d3e7f2a-other"

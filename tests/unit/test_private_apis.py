@@ -9,7 +9,7 @@ rather than somewhere deep in a request.
 - ``placement_api.db.prepared``: the same adapter state (``begin_transaction``)
   and ``Session.dispatch.before_commit`` (``commit_on_driver`` runs the
   session's ``before_commit`` listeners as ``Session.commit`` does).
-- ``placement_api.http_protocol``: uvicorn's ``HttpToolsProtocol``, whose
+- ``placement_api.serving.http_protocol``: uvicorn's ``HttpToolsProtocol``, whose
   ``data_received`` it mirrors and whose parser callbacks and request cycle
   it uses.
 
@@ -32,7 +32,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from uvicorn.protocols.http import httptools_impl
 
 from placement_api.domain.candidates.fetching import _positional_sql
-from placement_api.http_protocol import PlacementHttpProtocol
+from placement_api.serving.http_protocol import PlacementHttpProtocol
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "requirements.lock"
 RELIED_ON = ("SQLAlchemy", "asyncpg", "uvicorn", "httptools", "oslo.policy")
@@ -148,7 +148,7 @@ def test_positional_sql_puts_each_statements_own_values_in_place() -> None:
 
 
 def test_uvicorn_httptools_protocol_is_as_the_subclass_expects() -> None:
-    user = "placement_api.http_protocol.PlacementHttpProtocol"
+    user = "placement_api.serving.http_protocol.PlacementHttpProtocol"
     base = httptools_impl.HttpToolsProtocol
     for name in (
         "connection_made",

@@ -6,7 +6,7 @@ import pytest
 
 from placement_api import errors
 from placement_api.microversion import Version
-from placement_api.querystring import parse_member_of, parse_required, parse_resources
+from placement_api.web.querystring import parse_member_of, parse_required, parse_resources
 
 LATEST = Version(1, 39)
 AGG_A = "6f6e3ae4-8b6c-4bc2-9c1b-0e6f5b1b1a01"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import format_datetime
 
-from placement_api.rendering import http_date
+from placement_api.web.rendering import http_date
 
 
 def test_http_date_is_email_utils_format() -> None:

@@ -8,8 +8,8 @@ import pytest
 from pydantic import BaseModel
 
 from placement_api import errors
-from placement_api.schemas import allocations
-from placement_api.schemas.validation import _compiled, load_body
+from placement_api.web.schemas import allocations
+from placement_api.web.schemas.validation import _compiled, load_body
 
 PROVIDER = "7c8b8e4c-7d61-4f5a-9b59-6c1d2f0e8a11"
 

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from placement_api import errors
-from placement_api.input_checks import shortened
 from placement_api.microversion import Version
-from placement_api.querystring import (
+from placement_api.web.input_checks import shortened
+from placement_api.web.querystring import (
     AggregateFilter,
     TraitFilter,
     is_uuid,

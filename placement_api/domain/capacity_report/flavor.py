@@ -20,7 +20,7 @@ from placement_api.domain.candidates.names import ResolvedGroup, resolve
 from placement_api.domain.candidates.prelude import read_prelude
 from placement_api.domain.candidates.request import CandidateRequest, QueryItems, RequestGroup
 from placement_api.microversion import MAX_VERSION
-from placement_api.querystring import parse_member_of, parse_required, parse_resources
+from placement_api.web.querystring import parse_member_of, parse_required, parse_resources
 
 FLAVOR_KEYS = ("resources", "required", "member_of")
 

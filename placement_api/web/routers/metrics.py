@@ -1,0 +1,39 @@
+"""``GET /metrics`` on the API's own port (``PLACEMENT_METRICS_ENABLED=true``).
+
+On this port the scrape needs a token that passes the ``admin_api`` policy
+rule: capacity gauges name every host. An unauthenticated scrape is offered
+on the separate ``PLACEMENT_METRICS_PORT`` instead, which operators keep off
+the public network.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from placement_api.auth.policies import base as base_policies
+from placement_api.db.session import SessionFactory, unit_of_work
+from placement_api.domain.inventory_figures import inventory_figures
+from placement_api.observability import metrics
+from placement_api.observability.capacity_gauges import CapacityGauges
+from placement_api.web.deps import services
+from placement_api.web.fastpath.lean_route import PlacementRoute
+
+router = APIRouter(tags=["metrics"], include_in_schema=False, route_class=PlacementRoute)
+
+
+@router.get("/metrics")
+async def scrape(request: Request) -> Response:
+    # Not ApiDep: a scraper's Accept names the text formats, not JSON.
+    shared = services(request)
+    context = await shared.authenticator.authenticate(request.headers, request.state.request_id)
+    request.state.context = context
+    shared.policy.authorize(base_policies.ADMIN_API, context)
+    return await metrics_response(shared.session_factory, shared.capacity_gauges)
+
+
+async def metrics_response(factory: SessionFactory, gauges: CapacityGauges) -> Response:
+    async with unit_of_work(factory, write=False) as session:
+        rows = await inventory_figures(session)
+    body, content_type = metrics.exposition(rows, await gauges.collector(factory))
+    return Response(body, media_type=content_type)

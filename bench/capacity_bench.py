@@ -37,12 +37,13 @@ import httpx
 import yaml
 
 from placement_api.db.engine import create_engine
-from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.db.session import unit_of_work
 from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor, resolve_flavors
 from placement_api.domain.capacity_report.report import capacity_reports
 from placement_api.domain.capacity_report.snapshot import read_snapshot
 from placement_api.domain.capacity_report.zones import AggregateInfo, ZoneMap
+from placement_api.domain.changes import recording_session_factory
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 
@@ -88,7 +89,7 @@ async def _domain_runs(
     """Median wall and CPU (this process) milliseconds of one report, and
     the median wall milliseconds of reading its snapshot alone."""
     engine = create_engine(url, pool_size=1)
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     walls, cpus, reads = [], [], []
     try:
         for _ in range(reps + 1):

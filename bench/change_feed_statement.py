@@ -36,9 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.candidates_servers import drop_database, recreate_database, server_dsn
 from placement_api.db import migrations
 from placement_api.db.engine import create_engine
-from placement_api.db.session import SessionFactory, make_session_factory, unit_of_work
+from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import feed_index
-from placement_api.domain.changes import _POSTGRESQL_APPEND, _POSTGRESQL_APPEND_ONE
+from placement_api.domain.changes import (
+    _POSTGRESQL_APPEND,
+    _POSTGRESQL_APPEND_ONE,
+    recording_session_factory,
+)
 
 TRANSACTIONS = 2000
 WRITERS = 8
@@ -127,7 +131,7 @@ async def measure(admin_dsn: str, rounds: int, transactions: int = TRANSACTIONS)
     engine = create_engine(url)
     try:
         await asyncio.to_thread(migrations.upgrade, url)
-        factory = make_session_factory(engine)
+        factory = recording_session_factory(engine)
         await _sequencing(factory)  # connects, so that the runs timed do not
         writers = [await asyncpg.connect(dsn) for _ in range(WRITERS)]
         await writers[0].execute("CREATE TABLE work (id int PRIMARY KEY, v int)")

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from placement_api.db import session as db_session
 from placement_api.db.session import UnitOfWork
-from placement_api.domain import changes, claims, consumers
+from placement_api.domain import changes, claim_changes, claims, consumers
 from placement_api.web import deps
 from placement_api.web.routers import allocations as router
 from placement_api.web.schemas import write_limits
@@ -39,8 +39,8 @@ PHASES: dict[str, tuple[Any, str]] = {
     "write: lock, bump, rows, usage, settle": (claims, "write"),
     # Both inside the write (PUT, POST); PostgreSQL's statement inserts a
     # one-consumer claim's entry, the others are queued for the commit.
-    "change feed: the entry for the statement": (changes, "allocation_template"),
-    "change feed: queue the entry": (changes, "allocations_changed"),
+    "change feed: the entry for the statement": (claim_changes, "allocation_template"),
+    "change feed: queue the entry": (claim_changes, "allocations_changed"),
     "change feed: append at commit": (changes, "_append_on_postgresql"),
     # The synchronous session's: the unit of work commits and closes in one
     # greenlet, not through AsyncSession.commit and close.

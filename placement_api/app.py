@@ -22,7 +22,8 @@ from placement_api.auth.context import KEYSTONE, Authenticator, NoAuth2Authentic
 from placement_api.auth.keystone import NEEDS_CONFIG_FILE, KeystoneAuthenticator
 from placement_api.auth.policy import Policy
 from placement_api.db.engine import engine_for
-from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.db.session import unit_of_work
+from placement_api.domain.changes import recording_session_factory
 from placement_api.domain.standard_names import sync_standard_names
 from placement_api.observability import metrics
 from placement_api.observability.access import AccessMiddleware
@@ -114,7 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         metrics.observe_pool(engine)
         metrics.POOL_CAPACITY.inc(pool_capacity)
-        factory = make_session_factory(engine)
+        factory = recording_session_factory(engine)
         async with unit_of_work(factory, write=True) as session:
             await sync_standard_names(session)
         policy = Policy(

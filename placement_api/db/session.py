@@ -29,6 +29,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
+from sqlalchemy import event
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session
@@ -41,8 +42,17 @@ from placement_api.observability.metrics import CONNECTION_WAIT_SECONDS
 SessionFactory = async_sessionmaker[AsyncSession]
 
 
-def make_session_factory(engine: AsyncEngine) -> SessionFactory:
-    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+def make_session_factory(
+    engine: AsyncEngine, *, before_commit: Callable[[Session], None] | None = None
+) -> SessionFactory:
+    """Sessions on ``engine``; ``before_commit`` is listened for on this
+    factory's own session class, not on every SQLAlchemy session."""
+    session_class = type("PlacementSession", (Session,), {})
+    if before_commit is not None:
+        event.listen(session_class, "before_commit", before_commit)
+    return async_sessionmaker(
+        engine, expire_on_commit=False, autoflush=False, sync_session_class=session_class
+    )
 
 
 async def _take_turn(queue: WriteQueue) -> None:

@@ -2,11 +2,11 @@
 
 Domain writes call the ``*_changed`` functions below; they only queue an
 entry on the session. Just before the transaction commits, the queued
-entries are inserted into ``changes`` (``_append_pending``), ordered by
+entries are inserted into ``changes`` (``append_pending``), ordered by
 ``(commit_seq, ordinal)``: one ``commit_seq`` per transaction, taken as its
 last statement, so a write that waited for another's row locks always
 orders after it. On PostgreSQL a one-consumer claim's statement inserts its
-entry itself (``allocation_template``, ``claim_sql``), taking ``commit_seq``
+entry itself (``claim_changes.allocation_template``, ``claim_sql``), taking ``commit_seq``
 after all its row locks: nothing the claim sends afterwards waits for one.
 
 On PostgreSQL the entries are inserted without an index and nothing is
@@ -27,13 +27,12 @@ Sequencing runs and readers live in ``feed_index``.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import event, insert, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import insert, update
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 from sqlalchemy.util import await_
 
@@ -42,11 +41,10 @@ from placement_api.db.models import (
     Change,
     ChangeFeedHead,
 )
+from placement_api.db.session import SessionFactory, make_session_factory
 
 if TYPE_CHECKING:
     from placement_api.domain.capacity import InventoryLimits
-    from placement_api.domain.claims import ClaimPlan, Slot
-    from placement_api.domain.providers import ProviderRecord
 
 PROVIDER = "resource_provider"
 INVENTORY = "inventory"
@@ -67,32 +65,26 @@ _WRITTEN = "placement.changes.written"
 
 
 @dataclass(frozen=True)
-class _Entry:
+class Entry:
     resource: str
     action: str
     uuid: str
     details: dict[str, Any]
 
 
-def _queue(session: AsyncSession, resource: str, action: str, uuid: str, **details: Any) -> None:
-    pending: list[_Entry] = session.info.setdefault(_PENDING, [])
-    pending.append(_Entry(resource, action, uuid, details))
+def queue(session: AsyncSession, entries: Iterable[Entry]) -> None:
+    """Queue entries for the commit to append (``append_pending``)."""
+    pending: list[Entry] = session.info.setdefault(_PENDING, [])
+    pending.extend(entries)
+
+
+def record(session: AsyncSession, resource: str, action: str, uuid: str, **details: Any) -> None:
+    """Queue one entry: what changed (``resource``, ``action``, ``uuid``) and its details."""
+    pending: list[Entry] = session.info.setdefault(_PENDING, [])
+    pending.append(Entry(resource, action, uuid, details))
 
 
 # --- what the domain writes record -------------------------------------------------
-
-
-def provider_changed(session: AsyncSession, action: str, provider: ProviderRecord) -> None:
-    _queue(
-        session,
-        PROVIDER,
-        action,
-        provider.uuid,
-        generation=provider.generation,
-        name=provider.name,
-        parent_uuid=provider.parent_uuid,
-        root_uuid=provider.root_uuid,
-    )
 
 
 def inventory_changed(
@@ -105,7 +97,7 @@ def inventory_changed(
 ) -> None:
     """``inventories``: the provider's whole inventory after the write;
     ``touched``: the classes the write added, changed or removed."""
-    _queue(
+    record(
         session,
         INVENTORY,
         action,
@@ -119,18 +111,18 @@ def inventory_changed(
 def provider_traits_changed(
     session: AsyncSession, uuid: str, generation: int, traits: Iterable[str]
 ) -> None:
-    _queue(session, TRAIT, UPDATED, uuid, generation=generation, traits=sorted(set(traits)))
+    record(session, TRAIT, UPDATED, uuid, generation=generation, traits=sorted(set(traits)))
 
 
 def trait_changed(session: AsyncSession, action: str, name: str) -> None:
     """A custom trait created or deleted: no uuid, so ``uuid`` is the name."""
-    _queue(session, TRAIT, action, name, name=name)
+    record(session, TRAIT, action, name, name=name)
 
 
 def provider_aggregates_changed(
     session: AsyncSession, uuid: str, generation: int, aggregates: Iterable[str]
 ) -> None:
-    _queue(
+    record(
         session, AGGREGATE, UPDATED, uuid, generation=generation, aggregates=sorted(set(aggregates))
     )
 
@@ -139,113 +131,29 @@ def resource_class_changed(
     session: AsyncSession, action: str, name: str, new_name: str | None = None
 ) -> None:
     """``uuid`` is the class's name before the write; a rename gives the new one."""
-    _queue(session, RESOURCE_CLASS, action, name, name=new_name or name)
-
-
-def allocations_changed(
-    session: AsyncSession,
-    plan: ClaimPlan,
-    usage_after: Mapping[Slot, int],
-    generations: Mapping[int, int],
-) -> None:
-    """One change per consumer of an allocation write: its allocations after,
-    and the usage and generation after of every provider it touched."""
-    pending: list[_Entry] = session.info.setdefault(_PENDING, [])
-    pending.extend(
-        _allocation_entries(plan, lambda slot: usage_after.get(slot, 0), generations.__getitem__)
-    )
-
-
-@dataclass(frozen=True)
-class EntryTemplate:
-    """A change for the statement that applies the write to insert itself
-    (``claim_sql``): ``details`` is a ``format()`` string whose ``%s`` take,
-    in order, the usage after of every slot the consumer touched (by
-    provider id, then class id), then the generation after of every provider
-    it touched (by id)."""
-
-    resource: str
-    action: str
-    uuid: str
-    details: str
-
-
-# What json.dumps writes for a number left to the statement: "\u0000", which
-# no provider uuid or class name holds (PostgreSQL text cannot hold a NUL).
-_NUMBER = "\x00"
-_NUMBER_JSON = json.dumps(_NUMBER)
-
-
-def allocation_template(plan: ClaimPlan) -> EntryTemplate | None:
-    """The change of a one-consumer write, built by the same code as
-    ``allocations_changed``'s and written out the same way (compact JSON),
-    with the numbers only the write's statement knows left as ``%s``. None
-    when the write records no single change."""
-    if len(plan.claims) != 1:
-        return None
-    entries = list(_allocation_entries(plan, lambda _slot: _NUMBER, lambda _id: _NUMBER))
-    if len(entries) != 1:
-        return None
-    (entry,) = entries
-    details = json.dumps(entry.details, separators=(",", ":")).replace("%", "%%")
-    return EntryTemplate(
-        entry.resource, entry.action, entry.uuid, details.replace(_NUMBER_JSON, "%s")
-    )
-
-
-def written_by_statement(session: AsyncSession) -> None:
-    """The write's own statement inserted its change (``allocation_template``):
-    nothing is queued, but the commit still counts as recording one."""
-    session.info[_WRITTEN] = True
-
-
-def _allocation_entries(
-    plan: ClaimPlan, usage_of: Callable[[Slot], object], generation_of: Callable[[int], object]
-) -> Iterator[_Entry]:
-    providers, classes = plan.provider_uuids, plan.class_names
-    wanted = plan.wanted()
-    slots_of: dict[int, set[Slot]] = defaultdict(set)
-    for row in (*plan.held, *wanted):
-        slots_of[row.consumer_id].add(row.slot)
-    after_of: dict[int, dict[str, dict[str, int]]] = defaultdict(dict)
-    for row in wanted:
-        after = after_of[row.consumer_id].setdefault(providers[row.provider_id], {})
-        after[classes[row.class_id]] = row.used
-    for claim in plan.claims:
-        consumer = plan.consumers.by_uuid[claim.uuid]
-        if consumer.id is None:
-            continue
-        slots = sorted(slots_of[consumer.id])
-        usages: dict[str, dict[str, object]] = {}
-        for provider_id, class_id in slots:
-            usages.setdefault(providers[provider_id], {})[classes[class_id]] = usage_of(
-                (provider_id, class_id)
-            )
-        if consumer.created:
-            action, generation = CREATED, 1
-        elif not claim.allocations:
-            action, generation = DELETED, None
-        else:
-            action, generation = UPDATED, (consumer.generation or 0) + 1
-        details = {
-            "generation": generation,
-            "allocations": after_of[consumer.id],
-            "usages": usages,
-            "resource_providers": {providers[pid]: generation_of(pid) for pid, _ in slots},
-            "resource_classes": sorted({classes[cid] for _, cid in slots}),
-        }
-        yield _Entry(ALLOCATION, action, claim.uuid, details)
+    record(session, RESOURCE_CLASS, action, name, name=new_name or name)
 
 
 # --- appending, in the writer's transaction -----------------------------------------
 
 
-@event.listens_for(Session, "before_commit")
-def _append_pending(session: Session) -> None:
-    """Insert the queued entries as the last statement of the transaction.
-    Runs inside the async session's commit (synchronously, on its
-    connection), so no write path can forget it."""
-    pending: list[_Entry] | None = session.info.pop(_PENDING, None)
+def written_by_statement(session: AsyncSession) -> None:
+    """The write's own statement inserted its change
+    (``claim_changes.allocation_template``): nothing is queued, but the
+    commit still counts as recording one."""
+    session.info[_WRITTEN] = True
+
+
+def recording_session_factory(engine: AsyncEngine) -> SessionFactory:
+    """Sessions whose commit appends the entries their writes queued: every
+    session that writes through the domain comes from one of these."""
+    return make_session_factory(engine, before_commit=append_pending)
+
+
+def append_pending(session: Session) -> None:
+    """Insert the queued entries as the last statement of the transaction:
+    a ``before_commit`` listener, run inside the commit on its connection."""
+    pending: list[Entry] | None = session.info.pop(_PENDING, None)
     written = session.info.pop(_WRITTEN, False)
     if pending:
         if session.get_bind().dialect.name == "postgresql":
@@ -279,7 +187,7 @@ FROM (SELECT nextval('{CHANGE_COMMIT_SEQUENCE.name}') AS commit_seq) AS batch,
 """
 
 
-def _append_on_postgresql(session: Session, pending: list[_Entry]) -> None:
+def _append_on_postgresql(session: Session, pending: list[Entry]) -> None:
     # Straight to asyncpg, as the pool's ping does: the hottest write path
     # (claims) pays one statement for the feed, with no ORM work around it.
     driver: Any = session.connection().connection.driver_connection
@@ -308,7 +216,7 @@ def _append_on_postgresql(session: Session, pending: list[_Entry]) -> None:
     await_(driver.execute(_POSTGRESQL_APPEND, entries))
 
 
-def _append_on_sqlite(session: Session, pending: list[_Entry]) -> None:
+def _append_on_sqlite(session: Session, pending: list[Entry]) -> None:
     # SQLite has one writer at a time (BEGIN IMMEDIATE): the order is given.
     advanced = (
         update(ChangeFeedHead)

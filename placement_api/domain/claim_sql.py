@@ -49,10 +49,9 @@ from placement_api.db.models import (
 )
 from placement_api.db.prepared import Membership, Prepared
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits
-from placement_api.domain.changes import EntryTemplate
+from placement_api.domain.claim_changes import EntryTemplate
+from placement_api.domain.claim_plan import Slot
 
-# (provider id, resource class id)
-Slot = tuple[int, int]
 # (consumer id, provider id, resource class id, amount)
 AllocationRow = tuple[int, int, int, int]
 _ROW_COLUMNS = ("consumer_id", "resource_provider_id", "resource_class_id", "used")
@@ -178,7 +177,7 @@ _USAGE_UPDATE = Prepared(
 # included, on the latest committed row), as a later statement would see them.
 # An inventory created meanwhile is not seen: ``claims.write`` applies what
 # is missing again, in a statement of its own.
-# Given a change (``changes.allocation_template``) it inserts that too, once
+# Given a change (``claim_changes.allocation_template``) it inserts that too, once
 # every slot is applied. Its ``commit_seq`` must follow every row lock the
 # transaction takes (``changes.py``): ``nextval`` is computed over the rows of
 # two aggregates, which exist only once ``applied`` (inventory locks; it reads

@@ -24,7 +24,7 @@ One transaction, in this order:
    failed, and the transaction is rolled back;
 5. settle the consumers (generation + 1, or removed when they hold nothing);
 6. record the change: on PostgreSQL, a one-consumer claim's is inserted by
-   step 4's statement (``changes.allocation_template``); the rest are queued
+   step 4's statement (``claim_changes.allocation_template``); the rest are queued
    for the commit.
 
 DELETE and the reshaper lock the providers (step 4's locks, in the same
@@ -36,66 +36,21 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.domain import changes as feed
-from placement_api.domain import claim_names_sql, claim_sql
+from placement_api.domain import claim_changes, claim_names_sql, claim_sql
 from placement_api.domain import consumers as consumer_rows
 from placement_api.domain.capacity import fits, unit_violation
-from placement_api.domain.claim_sql import InventorySlot, Slot
+from placement_api.domain.claim_plan import ClaimPlan, Row, Slot
+from placement_api.domain.claim_sql import InventorySlot
 from placement_api.domain.consumers import ConsumerClaim, ConsumerSet, LockedConsumer, Owners
 from placement_api.domain.generations import now
 
 __all__ = ["ClaimPlan", "Slot", "lock_providers", "prepare", "replace_allocations", "write"]
-
-
-@dataclass(frozen=True)
-class Row:
-    """One allocation row: a consumer's amount of a class from a provider."""
-
-    consumer_id: int
-    provider_id: int
-    class_id: int
-    used: int
-
-    @property
-    def slot(self) -> Slot:
-        return (self.provider_id, self.class_id)
-
-
-@dataclass
-class ClaimPlan:
-    """A write, resolved and with its consumers locked, ready to apply."""
-
-    claims: Sequence[ConsumerClaim]
-    consumers: ConsumerSet
-    provider_ids: dict[str, int]
-    class_ids: dict[str, int]
-    held: list[Row]
-    # By id, of every provider and class named or held: what the change
-    # feed and error messages call them.
-    provider_uuids: dict[int, str]
-    class_names: dict[int, str]
-
-    def wanted(self) -> list[Row]:
-        rows: list[Row] = []
-        for claim in self.claims:
-            consumer_id = self.consumers.by_uuid[claim.uuid].id
-            if consumer_id is None:
-                continue
-            for provider_uuid, amounts in claim.allocations.items():
-                provider_id = self.provider_ids[provider_uuid]
-                rows.extend(
-                    Row(consumer_id, provider_id, self.class_ids[name], amount)
-                    for name, amount in amounts.items()
-                )
-        return rows
-
-    def touched_provider_ids(self) -> set[int]:
-        return {row.provider_id for row in self.held} | set(self.provider_ids.values())
 
 
 def normalize_uuid(text: str) -> str:
@@ -354,13 +309,13 @@ async def write(
     if logged:
         feed.written_by_statement(session)
     elif record:
-        feed.allocations_changed(session, plan, usage_after, generations)
+        claim_changes.allocations_changed(session, plan, usage_after, generations)
     return usage_after, generations
 
 
 def _statement_entry(
     session: AsyncSession, plan: ClaimPlan, changes: dict[Slot, int], locking: list[int]
-) -> feed.EntryTemplate | None:
+) -> claim_changes.EntryTemplate | None:
     """The change for the PostgreSQL write statement to insert: one
     consumer's, whose numbers are exactly the statement's (every provider
     locked is one of a slot). Otherwise the change is queued after the write."""
@@ -368,7 +323,7 @@ def _statement_entry(
         return None
     if {slot[0] for slot in changes} != set(locking):
         return None
-    return feed.allocation_template(plan)
+    return claim_changes.allocation_template(plan)
 
 
 async def replace_allocations(
@@ -392,4 +347,4 @@ async def remove_allocations(session: AsyncSession, consumer_uuid: str) -> None:
         raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
     generations = await lock_providers(session, plan.touched_provider_ids(), bump=False)
     usage_after, _ = await write(session, plan)
-    feed.allocations_changed(session, plan, usage_after, generations)
+    claim_changes.allocations_changed(session, plan, usage_after, generations)

@@ -44,6 +44,19 @@ class ProviderRecord:
         return newest(self.created_at, self.updated_at)
 
 
+def _record_change(session: AsyncSession, action: str, provider: ProviderRecord) -> None:
+    changes.record(
+        session,
+        changes.PROVIDER,
+        action,
+        provider.uuid,
+        generation=provider.generation,
+        name=provider.name,
+        parent_uuid=provider.parent_uuid,
+        root_uuid=provider.root_uuid,
+    )
+
+
 RecordRow = tuple[int, str, str, int, str | None, str, datetime, datetime | None, int | None]
 
 
@@ -152,7 +165,7 @@ async def create(
         provider.root_provider_id = provider.id
         await session.flush()
     created = await get(session, uuid)
-    changes.provider_changed(session, changes.CREATED, created)
+    _record_change(session, changes.CREATED, created)
     return created
 
 
@@ -203,7 +216,7 @@ async def _move_subtree(
     # The descendants' root changed too (the provider itself is recorded by its update).
     for moved in await run_query(session, record_query().where(ResourceProvider.id.in_(subtree))):
         if moved.id != provider.id:
-            changes.provider_changed(session, changes.UPDATED, moved)
+            _record_change(session, changes.UPDATED, moved)
 
 
 async def _change_parent(
@@ -253,7 +266,7 @@ async def update_provider(
     except IntegrityError as exc:
         raise _duplicate(f"name: {name}") from exc
     updated = await get(session, uuid)
-    changes.provider_changed(session, changes.UPDATED, updated)
+    _record_change(session, changes.UPDATED, updated)
     return updated
 
 
@@ -278,7 +291,7 @@ async def delete_provider(session: AsyncSession, uuid: str) -> None:
             code=errors.PROVIDER_INUSE,
         )
     await session.execute(delete(ResourceProvider).where(ResourceProvider.id == provider.id))
-    changes.provider_changed(session, changes.DELETED, provider)
+    _record_change(session, changes.DELETED, provider)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.models import Inventory, ResourceClass, ResourceProvider
-from placement_api.domain import changes, claims, inventories, resource_classes
+from placement_api.domain import changes, claim_changes, claims, inventories, resource_classes
 from placement_api.domain.capacity import InventoryLimits
 from placement_api.domain.consumers import ConsumerClaim
 from placement_api.domain.generations import now
@@ -202,4 +202,4 @@ async def _record(
         changes.inventory_changed(
             session, changes.UPDATED, item.uuid, after.generation, limits, item.inventories
         )
-    changes.allocations_changed(session, plan, usage_after, generations)
+    claim_changes.allocations_changed(session, plan, usage_after, generations)

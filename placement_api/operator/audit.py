@@ -30,7 +30,8 @@ from placement_api.db.models import (
     ResourceProvider,
     User,
 )
-from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.db.session import unit_of_work
+from placement_api.domain.changes import recording_session_factory
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,7 @@ async def run_audit(
 ) -> AuditReport:
     """Every check in its own transaction; with ``fix``, its fix first, in the same one."""
     engine = create_engine(database_url, pool_size=1)
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     report = AuditReport(findings=[], fixed={})
     try:
         for check in CHECKS:

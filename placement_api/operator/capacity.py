@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from placement_api.db.engine import create_engine
-from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.db.session import unit_of_work
 from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor
 from placement_api.domain.capacity_report.report import capacity_reports
 from placement_api.domain.capacity_report.zones import ZoneMap
+from placement_api.domain.changes import recording_session_factory
 
 # ``:required=`` and ``:member_of=`` end the resources of a --flavor value.
 _PART = re.compile(r":(?=(?:required|member_of)=)")
@@ -40,7 +41,7 @@ async def run_capacity(
 ) -> dict[str, dict[str, Any]]:
     engine = create_engine(database_url, pool_size=1)
     try:
-        async with unit_of_work(make_session_factory(engine), write=False) as session:
+        async with unit_of_work(recording_session_factory(engine), write=False) as session:
             return await capacity_reports(session, flavors, zones, (by,))
     finally:
         await engine.dispose()

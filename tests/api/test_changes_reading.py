@@ -14,8 +14,9 @@ from sqlalchemy import or_, select, text
 from placement_api.app import create_app
 from placement_api.db.engine import create_engine
 from placement_api.db.models import Change, ResourceProvider
-from placement_api.db.session import SessionFactory, make_session_factory, unit_of_work
+from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import feed_index, providers
+from placement_api.domain.changes import recording_session_factory
 from placement_api.settings import Settings
 from tests.api.changes_helpers import changes_after, latest_index
 from tests.support.client import PlacementClient, app_client, error_code
@@ -89,7 +90,7 @@ async def test_pruned_changes_are_gone_and_the_client_resumes_from_the_index_giv
         await api.create_provider()
     engine = create_engine(settings.database_url)
     try:
-        async with unit_of_work(make_session_factory(engine), write=True) as session:
+        async with unit_of_work(recording_session_factory(engine), write=True) as session:
             assert await feed_index.prune(session, keep=3) >= 3
     finally:
         await engine.dispose()
@@ -167,7 +168,7 @@ async def _create_then_fail(factory: SessionFactory) -> None:
 
 async def test_a_rolled_back_write_leaves_no_change(settings: Settings) -> None:
     engine = create_engine(settings.database_url)
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     try:
         async with unit_of_work(factory, write=True) as session:
             before = await feed_index.sequence(session)
@@ -211,7 +212,7 @@ async def test_a_change_that_cannot_be_recorded_undoes_its_write(
     api: PlacementClient, settings: Settings, backend: str
 ) -> None:
     engine = create_engine(settings.database_url)
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     before = await latest_index(api)
     try:
         await _run(factory, _REFUSE_CHANGES[backend])
@@ -309,7 +310,7 @@ async def test_waiting_readers_still_wake_after_the_listen_connection_is_lost(
     if backend != "postgresql":
         pytest.skip("LISTEN/NOTIFY is PostgreSQL's; SQLite wakes readers in process")
     engine = create_engine(settings.database_url)
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     listening = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"
     # Another worker, whose write can wake the reader only by its NOTIFY.
     other_worker = create_app(settings.model_copy(update=SLOW_POLL))

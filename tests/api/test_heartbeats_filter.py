@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
 from placement_api.db.models import ProviderHeartbeat, ResourceProvider
-from placement_api.db.session import make_session_factory
 from placement_api.domain import heartbeats
+from placement_api.domain.changes import recording_session_factory
 from tests.api.test_heartbeats import beat, listed
 from tests.support.client import PlacementClient
 
@@ -65,7 +65,7 @@ async def test_the_statement_judges_liveness_to_the_microsecond(
     moments[uuids[-1]] = now.replace(microsecond=0) - GRACE  # a whole second
     await _seen_at(engine, moments)
 
-    async with make_session_factory(engine)() as session:
+    async with recording_session_factory(engine)() as session:
         alive = heartbeats.alive_at(session, now, MISSED)
         rows = await session.execute(
             select(ResourceProvider.uuid, alive)
@@ -85,7 +85,7 @@ async def test_a_filtered_list_reads_only_the_hosts_it_answers_with(
     down = uuids[3:5]
     await _seen_at(engine, {uuid: datetime.now(UTC) - GRACE * 2 for uuid in down})
 
-    async with make_session_factory(engine)() as session:
+    async with recording_session_factory(engine)() as session:
         statements: list[tuple[str, Any]] = []
 
         def capture(connection: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:

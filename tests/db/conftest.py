@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from placement_api.db.engine import create_engine
-from placement_api.db.session import SessionFactory, make_session_factory
+from placement_api.db.session import SessionFactory
+from placement_api.domain.changes import recording_session_factory
 
 
 @pytest.fixture
@@ -15,6 +16,6 @@ async def factory(database_url: str) -> AsyncIterator[SessionFactory]:
     """A session factory on the test's database, its engine disposed after."""
     engine = create_engine(database_url)
     try:
-        yield make_session_factory(engine)
+        yield recording_session_factory(engine)
     finally:
         await engine.dispose()

@@ -11,8 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.engine import create_engine
 from placement_api.db.models import ResourceClass
-from placement_api.db.session import make_session_factory
 from placement_api.domain.candidates.fetching import fetch_all, id_in
+from placement_api.domain.changes import recording_session_factory
 from tests.support.client import PlacementClient
 
 
@@ -21,7 +21,7 @@ async def session(database_url: str, api: PlacementClient) -> AsyncIterator[Asyn
     """A session on a database the API has started on (standard classes synced)."""
     engine = create_engine(database_url)
     try:
-        async with make_session_factory(engine)() as session:
+        async with recording_session_factory(engine)() as session:
             yield session
     finally:
         await engine.dispose()

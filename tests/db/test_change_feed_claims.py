@@ -1,6 +1,6 @@
 """On PostgreSQL a one-consumer claim's change is inserted by the statement
 that applies it (``claim_sql``), its numbers filled in by the database.
-It must be, to the byte, the entry ``changes.allocations_changed`` builds
+It must be, to the byte, the entry ``claim_changes.allocations_changed`` builds
 from the same write: new consumers, moves, releases, several providers and
 classes. And the commit still counts as recording: waiting readers wake."""
 
@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.session import SessionFactory, unit_of_work
-from placement_api.domain import changes, claims
+from placement_api.domain import changes, claim_changes, claims
 from placement_api.domain.consumers import ConsumerClaim
 from placement_api.settings import Settings
 from tests.api.allocation_helpers import PROJECT, USER, new_uuid, provider_with, put_allocations
@@ -36,7 +36,7 @@ def _built_in_python(
 ) -> list[Entry]:
     """What the queued path would append (``changes._append_on_postgresql``)."""
     stub = cast(AsyncSession, SimpleNamespace(info={}))
-    changes.allocations_changed(stub, plan, usage_after, generations)
+    claim_changes.allocations_changed(stub, plan, usage_after, generations)
     return [
         (entry.resource, entry.action, entry.uuid, json.dumps(entry.details, separators=(",", ":")))
         for entry in stub.info[changes._PENDING]

@@ -15,8 +15,9 @@ from sqlalchemy import text
 
 from placement_api.db import migrations
 from placement_api.db.engine import create_engine
-from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.db.session import unit_of_work
 from placement_api.domain import changes, feed_index
+from placement_api.domain.changes import recording_session_factory
 from tests.support import databases
 
 
@@ -37,7 +38,7 @@ async def fresh_url(backend: str) -> AsyncIterator[str]:
 async def _record(url: str, name: str) -> None:
     engine = create_engine(url)
     try:
-        async with unit_of_work(make_session_factory(engine), write=True) as session:
+        async with unit_of_work(recording_session_factory(engine), write=True) as session:
             changes.trait_changed(session, changes.CREATED, name)
     finally:
         await engine.dispose()
@@ -46,7 +47,7 @@ async def _record(url: str, name: str) -> None:
 async def _feed(url: str) -> list[str]:
     """The names of the traits the feed recorded, after a sequencing run."""
     engine = create_engine(url)
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     try:
         on_postgresql = engine.dialect.name == "postgresql"
         async with unit_of_work(factory, write=on_postgresql) as session:

@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 from placement_api.db.engine import create_engine
 from placement_api.db.models import Project
 from placement_api.db.prepared import Prepared
-from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.db.session import unit_of_work
+from placement_api.domain.changes import recording_session_factory
 
 _projects = cast(Table, Project.__table__)
 
@@ -53,7 +54,7 @@ def _names(count: int) -> list[str]:
 
 
 async def test_lists_of_any_length_and_literals(engine: AsyncEngine) -> None:
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     names = _names(3)
     async with unit_of_work(factory, write=True) as session:
         await _ADD.run_many(session, [{"name": name} for name in names])
@@ -67,7 +68,7 @@ async def test_lists_of_any_length_and_literals(engine: AsyncEngine) -> None:
 
 
 async def test_run_many_runs_every_set(engine: AsyncEngine) -> None:
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     names = _names(3)
     renamed = [f"{name}-renamed" for name in names]
     async with unit_of_work(factory, write=True) as session:
@@ -84,7 +85,7 @@ async def test_each_transaction_of_a_session_holds_its_own_statements(
 ) -> None:
     """After a commit the next statement opens a new transaction: rolling
     that one back undoes it, and only it."""
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     kept, undone = _names(2)
     async with unit_of_work(factory, write=True) as session:
         await _ADD.rows(session, name=kept)
@@ -109,7 +110,7 @@ async def test_a_connection_whose_direct_statement_failed_is_not_pooled_again(
     pool must open a new connection rather than hand that one out again."""
     if engine.dialect.name != "postgresql":
         pytest.skip("SQLite statements all go through SQLAlchemy")
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     async with unit_of_work(factory, write=True) as session:
         [(before,)] = await _BACKEND.rows(session)
     with pytest.raises(asyncpg.exceptions.DivisionByZeroError):
@@ -139,7 +140,7 @@ async def test_a_write_is_begun_as_it_opens_and_committed_on_its_connection(
     ``before_commit`` listeners run inside it, just before the COMMIT."""
     if engine.dialect.name != "postgresql":
         pytest.skip("SQLite begins through SQLAlchemy")
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     name = _names(1)[0]
     async with unit_of_work(factory, write=True) as session:
         raw = await (await session.connection()).get_raw_connection()
@@ -162,7 +163,7 @@ async def test_a_connection_whose_commit_failed_is_not_pooled_again(engine: Asyn
     constraint) is the caller's error, and its connection is replaced."""
     if engine.dialect.name != "postgresql":
         pytest.skip("SQLite commits through SQLAlchemy")
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     backends: list[int] = []
 
     async def violating() -> None:

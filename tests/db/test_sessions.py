@@ -15,8 +15,9 @@ from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
-from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.db.session import unit_of_work
 from placement_api.domain.candidates.fetching import fetch_all
+from placement_api.domain.changes import recording_session_factory
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ async def engine(database_url: str, backend: str) -> AsyncIterator[AsyncEngine]:
 
 
 async def test_direct_statements_share_the_unit_of_work_transaction(engine: AsyncEngine) -> None:
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     current = select(func.txid_current())
     async with unit_of_work(factory, write=True) as session:
         ((first,),) = await fetch_all(session, current)
@@ -52,7 +53,7 @@ async def test_direct_statements_share_the_unit_of_work_transaction(engine: Asyn
 
 async def test_a_commit_others_listen_for_goes_through_the_session(engine: AsyncEngine) -> None:
     """A commit sent on the driver would not tell ``after_commit`` listeners."""
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     told: list[object] = []
     async with unit_of_work(factory, write=True) as session:
         ((transaction,),) = await fetch_all(session, select(func.txid_current()))
@@ -66,7 +67,7 @@ async def test_a_commit_others_listen_for_goes_through_the_session(engine: Async
 async def test_a_read_sends_no_begin_or_commit(engine: AsyncEngine) -> None:
     """At READ COMMITTED each statement sees its own snapshot inside a
     transaction too, so a read gives up nothing by running without one."""
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     current = select(func.txid_current())
     async with unit_of_work(factory, write=False) as session:
         ((first,),) = await fetch_all(session, current)
@@ -80,7 +81,7 @@ async def test_a_read_sends_no_begin_or_commit(engine: AsyncEngine) -> None:
 async def test_a_connection_the_server_dropped_is_replaced(
     engine: AsyncEngine, database_url: str
 ) -> None:
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     backend_pid = select(func.pg_backend_pid())
     async with unit_of_work(factory, write=False) as session:
         ((dropped,),) = await fetch_all(session, backend_pid)
@@ -106,7 +107,7 @@ async def test_a_unit_of_work_always_hands_its_connection_back(
 ) -> None:
     """Finished, failed or cancelled mid-statement: the pool's one connection
     is back, and usable."""
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     marker = select(func.txid_current())
     async with unit_of_work(factory, write=write) as session:
         await fetch_all(session, marker)

@@ -16,10 +16,11 @@ from sqlalchemy.pool import QueuePool
 
 from placement_api.db.engine import create_engine
 from placement_api.db.models import Aggregate, ResourceProvider, Trait
-from placement_api.db.session import make_session_factory, unit_of_work
+from placement_api.db.session import unit_of_work
 from placement_api.domain.candidates.prefetch import Prefetch
 from placement_api.domain.candidates.summaries import load_summaries
 from placement_api.domain.candidates.summary_rows import FilterKind, SummaryScope
+from placement_api.domain.changes import recording_session_factory
 from placement_api.settings import Settings
 from tests.api.test_allocation_candidates import get_ok
 from tests.support.client import PlacementClient
@@ -77,7 +78,7 @@ async def test_summaries_read_ahead_on_a_second_connection_that_is_given_back(
     engine: AsyncEngine,
 ) -> None:
     pool = _pool(engine)
-    async with unit_of_work(make_session_factory(engine), write=False) as session:
+    async with unit_of_work(recording_session_factory(engine), write=False) as session:
         roots = await _every_root(session)
         alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
         prefetch = Prefetch.of(session, SHAPE, ESTIMATE)
@@ -97,7 +98,7 @@ async def test_no_second_connection_is_taken_from_a_pool_in_full_use(
     engine: AsyncEngine,
 ) -> None:
     pool = _pool(engine)
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     async with unit_of_work(factory, write=False) as other:
         await _every_root(other)
         async with unit_of_work(factory, write=False) as session:
@@ -120,7 +121,7 @@ async def test_no_second_connection_is_taken_from_a_pool_in_full_use(
 async def test_the_first_trees_a_filter_leaves_are_read_ahead(
     engine: AsyncEngine, hosts: TreeBuilder, by: FilterKind, held: list[int]
 ) -> None:
-    async with unit_of_work(make_session_factory(engine), write=False) as session:
+    async with unit_of_work(recording_session_factory(engine), write=False) as session:
         ids = dict(
             (await session.execute(select(ResourceProvider.uuid, ResourceProvider.id))).all()
         )
@@ -164,7 +165,7 @@ async def test_a_cancelled_request_cancels_its_reads_before_the_connection_goes_
     """A read blocked behind a lock is under way when the request is
     cancelled: it is cancelled too, and the pool's connections stay usable."""
     pool = _pool(engine)
-    factory = make_session_factory(engine)
+    factory = recording_session_factory(engine)
     async with unit_of_work(factory, write=False) as session:
         roots = await _every_root(session)
     admin = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))

@@ -11,8 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api.db.dialect import insert_ignoring_duplicates
 from placement_api.db.models import Aggregate, ProviderAggregate, ResourceProvider
 from placement_api.domain import changes
-from placement_api.domain.generations import now
 from placement_api.domain.providers import ProviderRecord
+from placement_api.domain.timestamps import now
 from placement_api.domain.traits import bump_checked_generation
 
 

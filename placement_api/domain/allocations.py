@@ -21,7 +21,7 @@ from placement_api.db.models import (
     User,
 )
 from placement_api.db.prepared import Prepared
-from placement_api.web.rendering import newest
+from placement_api.domain.timestamps import newest
 
 
 @dataclass

@@ -34,7 +34,7 @@ from placement_api.domain.consumers import (
     ConsumerClaim,
     owner_lookups,
 )
-from placement_api.domain.generations import now
+from placement_api.domain.timestamps import now
 
 _providers = cast(Table, ResourceProvider.__table__)
 _classes = cast(Table, ResourceClass.__table__)

@@ -48,7 +48,7 @@ from placement_api.domain.capacity import fits, unit_violation
 from placement_api.domain.claim_plan import ClaimPlan, Row, Slot
 from placement_api.domain.claim_sql import InventorySlot
 from placement_api.domain.consumers import ConsumerClaim, ConsumerSet, LockedConsumer, Owners
-from placement_api.domain.generations import now
+from placement_api.domain.timestamps import now
 
 __all__ = ["ClaimPlan", "Slot", "lock_providers", "prepare", "replace_allocations", "write"]
 

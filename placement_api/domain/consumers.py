@@ -39,7 +39,7 @@ from placement_api import errors
 from placement_api.db.dialect import insert_ignoring_duplicates
 from placement_api.db.models import Consumer, ConsumerType, Project, User
 from placement_api.db.prepared import Membership, Prepared
-from placement_api.domain.generations import now
+from placement_api.domain.timestamps import now
 
 # Owner of consumers written before microversion 1.8 made project and user
 # required; the same placeholder identity OpenStack Placement uses.

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.models import ResourceProvider
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
+from placement_api.domain.timestamps import now
 
 
 def provider_conflict(uuid: str) -> errors.ConcurrentUpdate:

@@ -24,9 +24,9 @@ from placement_api.db.models import Inventory, ResourceClass, ResourceProvider
 from placement_api.db.prepared import Prepared
 from placement_api.domain import changes, providers, resource_classes
 from placement_api.domain.capacity import LIMIT_COLUMNS, InventoryLimits, fits
-from placement_api.domain.generations import bump_provider_generation, now
+from placement_api.domain.generations import bump_provider_generation
 from placement_api.domain.providers import ProviderRecord
-from placement_api.web.rendering import newest
+from placement_api.domain.timestamps import newest, now
 
 LOG = logging.getLogger(__name__)
 

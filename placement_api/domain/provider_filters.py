@@ -24,7 +24,7 @@ from placement_api.db.models import (
     Trait,
 )
 from placement_api.domain.capacity import fits_clause
-from placement_api.web.querystring import AggregateFilter, TraitFilter
+from placement_api.domain.filters import AggregateFilter, TraitFilter
 
 ProviderIdColumn = InstrumentedAttribute[int] | InstrumentedAttribute[int | None]
 

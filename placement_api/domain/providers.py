@@ -19,9 +19,8 @@ from placement_api.db.models import Allocation, ResourceProvider
 from placement_api.db.prepared import Prepared
 from placement_api.domain import changes, provider_filters
 from placement_api.domain.candidates.fetching import fetch_all
-from placement_api.domain.generations import now
-from placement_api.web.querystring import AggregateFilter, TraitFilter
-from placement_api.web.rendering import newest
+from placement_api.domain.filters import AggregateFilter, TraitFilter
+from placement_api.domain.timestamps import newest, now
 
 _Parent = aliased(ResourceProvider, name="parent")
 _Root = aliased(ResourceProvider, name="root")

@@ -32,7 +32,7 @@ from placement_api.db.models import Inventory, ResourceClass, ResourceProvider
 from placement_api.domain import changes, claim_changes, claims, inventories, resource_classes
 from placement_api.domain.capacity import InventoryLimits
 from placement_api.domain.consumers import ConsumerClaim
-from placement_api.domain.generations import now
+from placement_api.domain.timestamps import now
 
 FAILURE = "malformed reshaper data"
 

@@ -13,9 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api import errors
 from placement_api.db.models import Allocation, Inventory, ResourceClass
 from placement_api.domain import changes
-from placement_api.domain.generations import now
 from placement_api.domain.standard_names import is_standard_resource_class
-from placement_api.web.rendering import newest
+from placement_api.domain.timestamps import newest, now
 
 
 @dataclass(frozen=True)

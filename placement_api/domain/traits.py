@@ -13,10 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api import errors
 from placement_api.db.models import ProviderTrait, Trait
 from placement_api.domain import changes
-from placement_api.domain.generations import bump_provider_generation, now
+from placement_api.domain.generations import bump_provider_generation
 from placement_api.domain.providers import ProviderRecord
 from placement_api.domain.standard_names import CUSTOM_PREFIX
-from placement_api.web.rendering import newest
+from placement_api.domain.timestamps import newest, now
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from typing import Any
 
 from placement_api.db.engine import create_engine
 from placement_api.db.session import unit_of_work
-from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor
+from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.report import capacity_reports
 from placement_api.domain.capacity_report.zones import ZoneMap
 from placement_api.domain.changes import recording_session_factory
+from placement_api.web.capacity_query import parse_flavor
 
 # ``:required=`` and ``:member_of=`` end the resources of a --flavor value.
 _PART = re.compile(r":(?=(?:required|member_of)=)")

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from placement_api.domain.candidates.request import RequestGroup
 from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.zones import AggregateInfo, ZoneMap
+from placement_api.domain.filters import TraitFilter
 from placement_api.settings import Settings
-from placement_api.web.querystring import TraitFilter
 from scheduler.request.file_errors import validation_reason, yaml_reason
 from scheduler.request.flavor import flavor_groups
 from scheduler.request.flavors_file import FlavorsFileError, load_flavors

@@ -9,9 +9,9 @@ forms are plain data the domain layer turns into SQL.
 from __future__ import annotations
 
 import uuid as uuidlib
-from dataclasses import dataclass, field
 
 from placement_api import errors
+from placement_api.domain.filters import AggregateFilter, TraitFilter
 from placement_api.microversion import Version
 from placement_api.web.input_checks import shortened
 from placement_api.web.schemas.common import MAX_INT
@@ -53,24 +53,6 @@ def parse_resources(text: str) -> dict[str, int]:
             raise errors.BadRequest(_RESOURCES_FORM.format(got=got))
         amounts[name] = amount
     return amounts
-
-
-@dataclass
-class TraitFilter:
-    """Required traits as AND-of-ORs, plus forbidden traits."""
-
-    any_of: list[frozenset[str]] = field(default_factory=list)
-    forbidden: set[str] = field(default_factory=set)
-
-    @property
-    def names(self) -> set[str]:
-        found = set(self.forbidden)
-        for group in self.any_of:
-            found |= group
-        return found
-
-    def is_empty(self) -> bool:
-        return not self.any_of and not self.forbidden
 
 
 _ANY_TRAITS_FORM = "in:HW_CPU_X86_VMX,CUSTOM_MAGIC"
@@ -153,17 +135,6 @@ def parse_required(
             + ", ".join(sorted(conflicts))
         )
     return result
-
-
-@dataclass
-class AggregateFilter:
-    """member_of: each entry of ``any_of`` is an OR-set; entries AND together."""
-
-    any_of: list[frozenset[str]] = field(default_factory=list)
-    forbidden: set[str] = field(default_factory=set)
-
-    def is_empty(self) -> bool:
-        return not self.any_of and not self.forbidden
 
 
 def is_uuid(text: str) -> bool:

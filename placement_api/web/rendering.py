@@ -66,8 +66,3 @@ class UtcJsonResponse(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content, option=orjson.OPT_UTC_Z)
-
-
-def newest(*moments: datetime | None) -> datetime | None:
-    present = [m if m.tzinfo else m.replace(tzinfo=UTC) for m in moments if m is not None]
-    return max(present) if present else None

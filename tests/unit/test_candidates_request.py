@@ -7,8 +7,9 @@ from urllib.parse import parse_qsl
 import pytest
 
 from placement_api import errors
-from placement_api.domain.candidates.request import CandidateRequest, parse_request
+from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.microversion import MAX_VERSION, Version
+from placement_api.web.candidates_query import parse_request
 
 AGG_A = "8b0a9e24-60c7-4c8c-9d61-0d10e7b0b0a1"
 AGG_B = "1f5e0d2c-3b4a-4c5d-8e6f-7a8b9c0d1e2f"

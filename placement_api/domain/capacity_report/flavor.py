@@ -1,12 +1,6 @@
-"""A flavor as a capacity report asks about it: one unsuffixed request group.
-
-It is written as a candidates request says it (``resources``, ``required``
-with ``!`` for forbidden traits and ``in:`` for any-of, ``member_of`` with
-``in:`` and ``!``), always in the latest microversion's syntax, and parsed
-by the same parsers; its names are resolved by the candidates' prelude, so
-an unknown class or trait is the same 400, and an unknown aggregate makes
-the flavor fit nowhere.
-"""
+"""A flavor as a capacity report asks about it: one unsuffixed request group,
+its names resolved by the candidates' prelude (an unknown class or trait is
+the same 400; an unknown aggregate makes the flavor fit nowhere)."""
 
 from __future__ import annotations
 
@@ -18,11 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api import errors
 from placement_api.domain.candidates.names import ResolvedGroup, resolve
 from placement_api.domain.candidates.prelude import read_prelude
-from placement_api.domain.candidates.request import CandidateRequest, QueryItems, RequestGroup
-from placement_api.microversion import MAX_VERSION
-from placement_api.web.querystring import parse_member_of, parse_required, parse_resources
-
-FLAVOR_KEYS = ("resources", "required", "member_of")
+from placement_api.domain.candidates.request import CandidateRequest, RequestGroup
 
 
 @dataclass(frozen=True)
@@ -43,30 +33,6 @@ class ResolvedFlavor:
         if self.group is None:
             return frozenset()
         return self.group.forbidden.union(*self.group.required)
-
-
-def parse_flavor(name: str, items: QueryItems) -> Flavor | None:
-    """The flavor the query items describe; None when they name no resources."""
-    values = {key: [v for k, v in items if k == key] for key in FLAVOR_KEYS}
-    if len(values["resources"]) > 1:
-        raise errors.BadRequest(
-            "Query parameter 'resources' may be specified only once.",
-            code=errors.QUERY_DUPLICATE_KEY,
-        )
-    if not values["resources"]:
-        if values["required"] or values["member_of"]:
-            raise errors.BadRequest(
-                "required and member_of need resources: they describe a flavor.",
-                code=errors.QUERY_MISSING_VALUE,
-            )
-        return None
-    group = RequestGroup(
-        suffix="",
-        resources=parse_resources(values["resources"][0]),
-        required=parse_required(values["required"], MAX_VERSION),
-        member_of=parse_member_of(values["member_of"], MAX_VERSION),
-    )
-    return Flavor(name, group)
 
 
 async def resolve_flavors(

@@ -7,9 +7,10 @@ from starlette.responses import Response
 
 from placement_api.auth.policies import resource_class as policies
 from placement_api.domain import resource_classes
+from placement_api.domain.timestamps import newest
 from placement_api.web.deps import ApiDep, DbDep
 from placement_api.web.fastpath.lean_route import PlacementRoute
-from placement_api.web.rendering import json_response, newest
+from placement_api.web.rendering import json_response
 from placement_api.web.schemas import resource_classes as schemas
 from placement_api.web.schemas.common import request_body
 from placement_api.web.schemas.validation import load_body

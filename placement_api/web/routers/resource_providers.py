@@ -9,11 +9,12 @@ from starlette.responses import Response
 
 from placement_api.domain import providers
 from placement_api.domain.providers import ProviderQuery, ProviderRecord
+from placement_api.domain.timestamps import newest
 from placement_api.microversion import Version
 from placement_api.web import querystring
 from placement_api.web.deps import ApiDep, DbDep
 from placement_api.web.fastpath.lean_route import PlacementRoute
-from placement_api.web.rendering import json_response, newest
+from placement_api.web.rendering import json_response
 from placement_api.web.schemas import resource_providers as schemas
 from placement_api.web.schemas.common import request_body
 from placement_api.web.schemas.validation import load_body, load_query

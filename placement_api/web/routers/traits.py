@@ -11,11 +11,12 @@ from starlette.responses import Response
 
 from placement_api.auth.policies import trait as policies
 from placement_api.domain import providers, traits
+from placement_api.domain.timestamps import newest
 from placement_api.domain.traits import ProviderTraitSet, TraitQuery
 from placement_api.microversion import Version
 from placement_api.web.deps import ApiDep, DbDep
 from placement_api.web.fastpath.lean_route import PlacementRoute
-from placement_api.web.rendering import http_date, json_response, newest
+from placement_api.web.rendering import http_date, json_response
 from placement_api.web.schemas import traits as schemas
 from placement_api.web.schemas.common import request_body
 from placement_api.web.schemas.validation import load_body, load_query

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, RootModel, WithJsonSchema
 
-from placement_api.domain.candidates.request import NAMED_SUFFIX
+from placement_api.web.candidates_query import NAMED_SUFFIX
 from placement_api.web.schemas.common import (
     GENERATION_RANGE,
     MAX_BIGINT,

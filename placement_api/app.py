@@ -115,7 +115,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         metrics.observe_pool(engine)
         metrics.POOL_CAPACITY.inc(pool_capacity)
-        factory = recording_session_factory(engine)
+        factory = recording_session_factory(
+            engine, on_connection_wait=metrics.CONNECTION_WAIT_SECONDS.observe
+        )
         async with unit_of_work(factory, write=True) as session:
             await sync_standard_names(session)
         policy = Policy(

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
+from typing import ClassVar
 
 from sqlalchemy import event
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -37,17 +38,30 @@ from sqlalchemy.util import greenlet_spawn
 
 from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
 from placement_api.db.prepared import commit_on_driver, open_on_driver
-from placement_api.observability.metrics import CONNECTION_WAIT_SECONDS
 
 SessionFactory = async_sessionmaker[AsyncSession]
 
 
+WaitObserver = Callable[[float], None]
+
+
+class PlacementSession(Session):
+    """The sessions of one factory: its ``before_commit`` listeners are
+    installed on a subclass of this, never on every SQLAlchemy session."""
+
+    # Told how long each unit of work waited for its connection (a metric).
+    connection_wait_observer: ClassVar[WaitObserver | None] = None
+
+
 def make_session_factory(
-    engine: AsyncEngine, *, before_commit: Callable[[Session], None] | None = None
+    engine: AsyncEngine,
+    *,
+    before_commit: Callable[[Session], None] | None = None,
+    on_connection_wait: WaitObserver | None = None,
 ) -> SessionFactory:
-    """Sessions on ``engine``; ``before_commit`` is listened for on this
-    factory's own session class, not on every SQLAlchemy session."""
-    session_class = type("PlacementSession", (Session,), {})
+    session_class = type(
+        "PlacementSession", (PlacementSession,), {"connection_wait_observer": on_connection_wait}
+    )
     if before_commit is not None:
         event.listen(session_class, "before_commit", before_commit)
     return async_sessionmaker(
@@ -74,6 +88,7 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         "_autocommit",
         "_committed",
         "_factory",
+        "_observe_wait",
         "_postgresql",
         "_queue",
         "_session",
@@ -92,6 +107,7 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         # Called once the transaction is committed (not after a rollback).
         self._committed = committed
         engine = factory.kw["bind"]
+        self._observe_wait = factory.kw["sync_session_class"].connection_wait_observer
         self._queue = write_queue(engine) if write and isinstance(engine, AsyncEngine) else None
         # A PostgreSQL read runs outside a transaction: there is nothing to commit.
         self._postgresql = engine.dialect.name == "postgresql"
@@ -119,7 +135,8 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         except BaseException:
             self._end_turn()
             raise
-        CONNECTION_WAIT_SECONDS.observe(time.perf_counter() - started)
+        if self._observe_wait is not None:
+            self._observe_wait(time.perf_counter() - started)
         return session
 
     async def __aexit__(

@@ -41,7 +41,7 @@ from placement_api.db.models import (
     Change,
     ChangeFeedHead,
 )
-from placement_api.db.session import SessionFactory, make_session_factory
+from placement_api.db.session import SessionFactory, WaitObserver, make_session_factory
 
 if TYPE_CHECKING:
     from placement_api.domain.capacity import InventoryLimits
@@ -144,10 +144,14 @@ def written_by_statement(session: AsyncSession) -> None:
     session.info[_WRITTEN] = True
 
 
-def recording_session_factory(engine: AsyncEngine) -> SessionFactory:
+def recording_session_factory(
+    engine: AsyncEngine, *, on_connection_wait: WaitObserver | None = None
+) -> SessionFactory:
     """Sessions whose commit appends the entries their writes queued: every
     session that writes through the domain comes from one of these."""
-    return make_session_factory(engine, before_commit=append_pending)
+    return make_session_factory(
+        engine, before_commit=append_pending, on_connection_wait=on_connection_wait
+    )
 
 
 def append_pending(session: Session) -> None:

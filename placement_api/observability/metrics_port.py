@@ -18,6 +18,7 @@ from starlette.responses import Response
 from placement_api.db.engine import create_engine
 from placement_api.db.session import SessionFactory, make_session_factory
 from placement_api.observability.capacity_gauges import CapacityGauges
+from placement_api.observability.metrics import CONNECTION_WAIT_SECONDS
 from placement_api.services.capacity_sources import CapacitySources
 from placement_api.settings import Settings
 from placement_api.web.routers.metrics import metrics_response
@@ -27,7 +28,9 @@ def create_metrics_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.database_url, pool_size=1)
-        app.state.session_factory = make_session_factory(engine)
+        app.state.session_factory = make_session_factory(
+            engine, on_connection_wait=CONNECTION_WAIT_SECONDS.observe
+        )
         app.state.capacity_gauges = CapacityGauges(
             CapacitySources.from_settings(settings), settings.capacity_metrics_interval
         )

@@ -1,25 +1,8 @@
-"""Who is calling: a request context built from the request headers.
+"""Who is calling: the request context, and ``noauth2``, which trusts the headers.
 
-``context_from_headers`` is the single seam between an authentication
-strategy and the rest of the service. ``noauth2`` trusts the caller, the way
-OpenStack Placement's test-only no-auth pipeline does:
-
-* no ``X-Auth-Token`` header -> 401;
-* the token is ``user[:project]`` (the project defaults to the user);
-* ``X-Roles`` (comma separated) gives the roles; without it the ``admin``
-  user gets the ``admin`` role and everyone else none;
-* ``OpenStack-System-Scope`` makes the token system scoped, so the project
-  comes only from an explicit ``X-Project-Id`` (or ``X-Tenant-Id``) header;
-* otherwise an explicit ``X-Project-Id`` wins over the token's project,
-  as keystonemiddleware's headers would.
-
-Only the version document (``GET /``) is reachable without a token; the
-caller decides which paths need a context at all.
-
-``keystone`` never reads identity from the request's headers: see
-``placement_api.auth.keystone``, which builds the context from what
-keystonemiddleware's ``auth_token`` established. Both are an
-``Authenticator``.
+``Authenticator`` is the seam between an authentication strategy and the
+rest of the service; ``keystone`` is the other one (``auth.keystone``).
+docs/keystone.md, "What noauth2 means", gives noauth2's rules.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
 """``keystone`` authentication: keystonemiddleware's ``auth_token``, used as is.
 
-``auth_token`` is WSGI (webob) middleware and our app is ASGI. For each
-request a minimal WSGI environ is built that carries the request's token
-headers (``X-Auth-Token``, ``X-Storage-Token``, ``X-Service-Token``) and no
-other header; ``AuthProtocol`` runs on it in a worker thread, around an inner
-WSGI app that only records it was reached. Then:
-
-* reached: the identity headers the middleware wrote into the environ
-  (``X-User-Id``, ``X-Project-Id``, ``X-Roles``, ``OpenStack-System-Scope``,
-  ``X-Domain-Id``, ``X-Service-Roles``, ...) become the request context,
-  read by oslo.context as upstream Placement reads them. As no client header
-  but the tokens ever enters the environ, nothing a client sends in those
-  headers can reach the context;
-* not reached: the middleware's 401 (with its ``WWW-Authenticate: Keystone
-  uri="..."``) becomes ``errors.Unauthorized``, and its 503 (Keystone
-  unreachable) or any failure of the middleware becomes
-  ``errors.AuthServiceUnavailable``, both in the Placement error format.
-
-A request waits at most ``keystone_timeout`` seconds for the middleware; the
-same bound is keystonemiddleware's ``http_connect_timeout`` unless the
-config file sets one, so a worker thread does not outlive it by much.
-
-Validated tokens are cached by keystonemiddleware itself (see
-``docs/keystone.md``): in process memory by default, in memcached when
-``[keystone_authtoken] memcached_servers`` is set.
+The WSGI middleware runs in a worker thread on an environ holding only the
+request's token headers, around an inner app that records it was reached;
+the identity headers it writes become the request context, its refusals
+Placement's 401 and 503. docs/keystone.md describes the behaviour.
 """
 
 from __future__ import annotations

@@ -1,31 +1,8 @@
 """Policy enforcement: may this caller perform this action?
 
-Rules are evaluated by oslo.policy over the defaults in
-``placement_api.auth.policies``, with an operator's policy file (YAML or JSON,
-rule name -> check string) applied on top and re-read when it changes.
-
-Two switches, as upstream's ``[oslo_policy]`` options:
-
-* ``enforce_new_defaults``: the new (secure-RBAC) defaults alone; off, each
-  new default is OR'd with the legacy ``role:admin`` it replaces;
-* ``enforce_scope``: each rule's scope types are checked against the token's
-  scope; every Placement rule is project scoped, so a system- or
-  domain-scoped token gets 403. oslo.policy now always checks scope, so off
-  (its former default) registers the rules without scope types and a token
-  is judged by its roles only.
-
-The enforcer has a private ``ConfigOpts`` and only ever reads the one policy
-file it is given: never the global CONF, never files found under /etc.
-
-Decisions are remembered: oslo.policy evaluates a rule's check tree and
-builds the caller's credentials anew on every call, which cost an API read
-about a tenth of its CPU, while a few callers ask the same few questions
-all day. A ``Policy`` keeps its latest decisions per (rule, caller's
-credentials, target) and forgets them all whenever the enforcer's rules are
-reloaded (the policy file changed). Only rules made of oslo.policy's own
-checks of roles, credentials and target are pure functions of those; while
-any rule holds another kind (``http:``, a plugin's check) nothing is
-remembered.
+oslo.policy over the defaults in ``placement_api.auth.policies`` and the
+operator's policy file (and that file only), its decisions remembered until
+the file changes. docs/keystone.md, "Policy and token scope", says how.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """The change feed's per-application machinery: waking readers, sequencing, pruning.
 
 One ``ChangeFeed`` per application, started and closed by its lifespan:
-
-- ``ChangeSignal`` wakes the requests of this process that wait for news.
-  A reader takes the current mark *before* it reads the feed, so a change
-  indexed between its read and its wait still wakes it.
-- On PostgreSQL, writes insert their changes without an index and send no
-  notification themselves (``NOTIFY`` would serialise their commits). After
-  a recording write commits, the worker's ``_Notifier`` sends one
-  ``NOTIFY`` on a connection of its own, at most every
-  ``changes_notify_interval`` seconds. Every worker ``LISTEN``s
-  (``_Listener``); a worker with waiting readers then runs one sequencing
-  run (``feed_index.sequence``) and wakes them. Readers also sequence before
-  their first read (a client sees its own writes) and every
-  ``changes_poll_interval`` seconds, the safety net for a missed
-  notification.
-- On SQLite, entries are indexed as they are inserted; a write of this
-  process wakes its readers directly.
-- A background task sequences and prunes the feed to ``changes_retained``
-  entries.
+``ChangeSignal`` wakes this process's waiting readers, ``_Notifier`` and
+``_Listener`` carry PostgreSQL's notifications between workers, and a
+background task sequences and prunes. docs/changes.md, "How it works", says why.
 """
 
 from __future__ import annotations

@@ -35,7 +35,15 @@ from placement_api.domain.candidates.fetching import _positional_sql
 from placement_api.serving.http_protocol import PlacementHttpProtocol
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "requirements.lock"
-RELIED_ON = ("SQLAlchemy", "asyncpg", "uvicorn", "httptools", "oslo.policy")
+RELIED_ON = (
+    "SQLAlchemy",
+    "asyncpg",
+    "uvicorn",
+    "httptools",
+    "oslo.policy",
+    "fastapi",
+    "starlette",
+)
 
 
 def _fail(library: str, change: str, user: str) -> None:

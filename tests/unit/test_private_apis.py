@@ -31,7 +31,7 @@ from sqlalchemy.orm import session as orm_session
 from sqlalchemy.sql.compiler import SQLCompiler
 from uvicorn.protocols.http import httptools_impl
 
-from placement_api.domain.candidates.fetching import _positional_sql
+from placement_api.db.driver import positional_sql
 from placement_api.serving.http_protocol import PlacementHttpProtocol
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "requirements.lock"
@@ -118,7 +118,7 @@ def test_oslo_policy_check_trees_are_as_the_decision_memory_walks_them() -> None
 
 
 def test_sqlalchemy_cache_keys_separate_structure_from_values() -> None:
-    user = "fetching._positional_sql (compiled statements reused by cache key)"
+    user = "driver.positional_sql (compiled statements reused by cache key)"
     things = table("things", column("id", Integer), column("size", Integer))
     first = select(things.c.id).where(things.c.size == 5)
     second = select(things.c.id).where(things.c.size == 7)
@@ -148,11 +148,13 @@ def test_positional_sql_puts_each_statements_own_values_in_place() -> None:
     dialect = sa_asyncpg.dialect()  # type: ignore[no-untyped-call]
     things = table("things", column("id", Integer), column("size", Integer))
     statement = select(things.c.id).where(things.c.size == 5, things.c.id == bindparam("wanted"))
-    sql, arguments = _positional_sql(statement, dialect, {"wanted": 1})
+    kept: dict[object, SQLCompiler] = {}
+    sql, arguments = positional_sql(statement, dialect, {"wanted": 1}, kept)
     assert "$1" in sql
     assert arguments == [5, 1]
     other = select(things.c.id).where(things.c.size == 9, things.c.id == bindparam("wanted"))
-    assert _positional_sql(other, dialect, {"wanted": 2}) == (sql, [9, 2])
+    assert positional_sql(other, dialect, {"wanted": 2}, kept) == (sql, [9, 2])
+    assert len(kept) == 1
 
 
 def test_uvicorn_httptools_protocol_is_as_the_subclass_expects() -> None:

@@ -20,7 +20,9 @@ from starlette.types import ASGIApp
 from placement_api import errors, microversion
 from placement_api.auth.context import KEYSTONE, Authenticator, NoAuth2Authenticator
 from placement_api.auth.keystone import NEEDS_CONFIG_FILE, KeystoneAuthenticator
-from placement_api.auth.policy import Policy
+from placement_api.auth.policy import Policy, decision_memory_gaps
+from placement_api.db.capabilities import direct_driver_gaps
+from placement_api.db.driver import DIRECT
 from placement_api.db.engine import engine_for
 from placement_api.db.session import unit_of_work
 from placement_api.domain.changes import recording_session_factory
@@ -32,6 +34,7 @@ from placement_api.services.capacity_sources import CapacitySources
 from placement_api.services.change_feed import ChangeFeed
 from placement_api.settings import Settings, get_settings
 from placement_api.web.deps import Services
+from placement_api.web.fastpath.capabilities import dispatch_gaps, route_plan_gaps
 from placement_api.web.fastpath.dispatch import Dispatcher
 from placement_api.web.middleware import PlacementRequestMiddleware
 from placement_api.web.rendering import error_response
@@ -68,8 +71,15 @@ class PlacementApp(FastAPI):
     given: ``RequestLimitsMiddleware`` has this service's) and its file
     stack (no route takes files)."""
 
+    # Off when start-up found what Dispatcher relies on changed (fence_fast_paths).
+    fast_dispatch = True
+
     def build_middleware_stack(self) -> ASGIApp:
-        if self.max_body_size is not None or not Dispatcher.serves(self.router):
+        if (
+            not self.fast_dispatch
+            or self.max_body_size is not None
+            or not Dispatcher.serves(self.router)
+        ):
             return super().build_middleware_stack()
         handlers = {
             key: handler
@@ -95,6 +105,24 @@ def _authenticator(settings: Settings) -> Authenticator:
     if settings.config_file is None:
         raise ValueError(NEEDS_CONFIG_FILE)
     return KeystoneAuthenticator(settings.config_file, timeout=settings.keystone_timeout)
+
+
+def fence_fast_paths(app: PlacementApp) -> bool:
+    """Check what each bypass of a library's internals relies on; turn off,
+    with one warning each, those whose library changed (their public path
+    serves instead). Returns whether policy decisions may be remembered."""
+    fallbacks = (
+        (direct_driver_gaps(), "statements go through SQLAlchemy's session"),
+        (route_plan_gaps(), "routes keep FastAPI's request handler"),
+        (dispatch_gaps(app), "requests go through FastAPI's own routing and middleware"),
+        (decision_memory_gaps(), "policy decisions are not remembered"),
+    )
+    for gaps, instead in fallbacks:
+        if gaps:
+            LOG.warning("%s; %s instead", "; ".join(gaps), instead)
+    DIRECT.usable = not fallbacks[0][0]
+    app.fast_dispatch = not fallbacks[2][0]
+    return not fallbacks[3][0]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -124,6 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             policy_file=settings.policy_file,
             enforce_new_defaults=settings.enforce_new_defaults,
             enforce_scope=settings.enforce_scope,
+            remember_decisions=remember_decisions,
         )
         if isinstance(authenticator, NoAuth2Authenticator):
             LOG.warning(NOAUTH2_WARNING)
@@ -174,6 +203,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # global providers on every request whether one was set up since.
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
+    remember_decisions = fence_fast_paths(app)
     routers = [*ROUTERS, health.router]
     if settings.metrics_enabled:
         routers.append(metrics_router.router)

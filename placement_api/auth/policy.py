@@ -8,10 +8,12 @@ the file changes. docs/keystone.md, "Policy and token scope", says how.
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from oslo_config import cfg
@@ -46,7 +48,12 @@ class _PolicyFileOnlyEnforcer(oslo_policy.Enforcer):
 
 class Policy:
     def __init__(
-        self, *, policy_file: Path | None, enforce_new_defaults: bool, enforce_scope: bool = True
+        self,
+        *,
+        policy_file: Path | None,
+        enforce_new_defaults: bool,
+        enforce_scope: bool = True,
+        remember_decisions: bool = True,
     ) -> None:
         if policy_file is not None and not policy_file.is_file():
             raise FileNotFoundError(f"policy file {policy_file} does not exist")
@@ -70,7 +77,8 @@ class Policy:
         self._policy_file = policy_file.resolve() if policy_file else None
         self._file_seen = _file_state(self._policy_file)
         self._decisions: dict[tuple[object, ...], bool] = {}
-        self._rules_are_pure = _pure(self._enforcer.rules)
+        self._remember = remember_decisions
+        self._rules_are_pure = remember_decisions and _pure(self._enforcer.rules)
 
     def authorize(
         self, rule: str, context: RequestContext, target: Mapping[str, object] | None = None
@@ -114,7 +122,7 @@ class Policy:
         self._enforcer.load_rules()
         self._file_seen = state
         self._decisions.clear()
-        self._rules_are_pure = _pure(self._enforcer.rules)
+        self._rules_are_pure = self._remember and _pure(self._enforcer.rules)
 
 
 def _file_state(path: Path | None) -> tuple[int, int] | None:
@@ -128,16 +136,42 @@ def _file_state(path: Path | None) -> tuple[int, int] | None:
 
 
 # The checks whose verdict depends on nothing but the credentials and target.
-_PURE_CHECKS = (
-    _checks.TrueCheck,
-    _checks.FalseCheck,
-    _checks.NotCheck,
-    _checks.AndCheck,
-    _checks.OrCheck,
-    _checks.RuleCheck,
-    _checks.RoleCheck,
-    _checks.GenericCheck,
+# (Looked up softly: one gone turns the memory off, see decision_memory_gaps.)
+_PURE_CHECKS = tuple(
+    getattr(_checks, name)
+    for name in (
+        *("TrueCheck", "FalseCheck", "NotCheck", "AndCheck", "OrCheck"),
+        *("RuleCheck", "RoleCheck", "GenericCheck"),
+    )
+    if hasattr(_checks, name)
 )
+
+
+def decision_memory_gaps() -> list[str]:
+    """What the decision memory reads of oslo.policy's check trees, checked at
+    start-up: one line per change, naming the library."""
+    version = metadata.version("oslo.policy")
+    changed = f"oslo.policy {version} changed what policy._pure relies on"
+    gaps = [
+        f"{changed}: oslo_policy._checks.{name} is gone"
+        for name in ("TrueCheck", "FalseCheck", "NotCheck", "AndCheck", "OrCheck", "RuleCheck")
+        if not hasattr(_checks, name)
+    ]
+    if gaps:
+        return gaps
+    if "self.rule = rule" not in _source(_checks.NotCheck.__init__):
+        gaps.append(f"{changed}: NotCheck no longer keeps its operand as .rule")
+    for combined in (_checks.AndCheck, _checks.OrCheck):
+        if "self.rules = list(rules)" not in _source(combined.__init__):
+            gaps.append(f"{changed}: {combined.__name__} no longer keeps its operands as .rules")
+    return gaps
+
+
+def _source(function: object) -> str:
+    try:
+        return inspect.getsource(function)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return ""
 
 
 def _pure(rules: Mapping[str, _checks.BaseCheck]) -> bool:

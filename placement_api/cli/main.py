@@ -32,6 +32,7 @@ from placement_api.observability.multiproc import multiprocess_directory, set_as
 from placement_api.operator import database
 from placement_api.services.capacity_sources import CapacityFileError, CapacitySources
 from placement_api.serving.addresses import is_loopback
+from placement_api.serving.capabilities import protocol_gaps
 from placement_api.serving.http_protocol import PlacementHttpProtocol
 from placement_api.serving.worker_sockets import reuse_port_socket, reuse_port_supported
 from placement_api.settings import Settings, get_settings
@@ -144,6 +145,17 @@ def serve(
             uvicorn.run(APP_FACTORY, **options)
 
 
+def http_protocol() -> type[asyncio.Protocol] | str:
+    """Ours, or uvicorn's own when what ours relies on changed (one warning)."""
+    gaps = protocol_gaps()
+    if not gaps:
+        return PlacementHttpProtocol
+    logging.getLogger(__name__).warning(
+        "%s; serving with uvicorn's own httptools protocol", "; ".join(gaps)
+    )
+    return "httptools"
+
+
 def _uvicorn_options(
     settings: Settings, host: str, port: int, workers: int, log_level: str
 ) -> dict[str, Any]:
@@ -155,7 +167,7 @@ def _uvicorn_options(
         "log_level": log_level,
         "log_config": logging_config(settings.log_format, log_level),
         "access_log": False,
-        "http": PlacementHttpProtocol,
+        "http": http_protocol(),
         "timeout_keep_alive": settings.keep_alive_timeout,
         "timeout_graceful_shutdown": settings.graceful_shutdown_timeout,
         "timeout_worker_healthcheck": settings.worker_healthcheck_timeout,

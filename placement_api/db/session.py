@@ -6,9 +6,9 @@ transaction in write mode (``BEGIN IMMEDIATE`` on SQLite); reads on
 PostgreSQL run in autocommit, each statement on its own.
 
 On PostgreSQL the connection is checked out and the transaction begun in
-one step as the unit of work opens (``prepared.open_on_driver``), so the
+one step as the unit of work opens (``driver.open_on_driver``), so the
 first statement need not discover it, and a write commits on its
-connection (``prepared.commit_on_driver``, the session's ``before_commit``
+connection (``driver.commit_on_driver``, the session's ``before_commit``
 listeners first, as ``Session.commit`` runs them) before the session's
 close returns the connection to the pool. A BEGIN or COMMIT that fails or
 is cancelled closes its connection: it is never pooled again.
@@ -36,8 +36,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session
 from sqlalchemy.util import greenlet_spawn
 
+from placement_api.db.driver import DIRECT, commit_on_driver, open_on_driver
 from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
-from placement_api.db.prepared import commit_on_driver, open_on_driver
 
 SessionFactory = async_sessionmaker[AsyncSession]
 
@@ -89,7 +89,7 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         "_committed",
         "_factory",
         "_observe_wait",
-        "_postgresql",
+        "_on_driver",
         "_queue",
         "_session",
         "_write",
@@ -110,8 +110,10 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         self._observe_wait = factory.kw["sync_session_class"].connection_wait_observer
         self._queue = write_queue(engine) if write and isinstance(engine, AsyncEngine) else None
         # A PostgreSQL read runs outside a transaction: there is nothing to commit.
-        self._postgresql = engine.dialect.name == "postgresql"
-        self._autocommit = not write and self._postgresql
+        postgresql = engine.dialect.name == "postgresql"
+        self._autocommit = not write and postgresql
+        # Begun and committed on asyncpg directly, unless start-up found it unusable.
+        self._on_driver = postgresql and DIRECT.usable
 
     async def __aenter__(self) -> AsyncSession:
         started = time.perf_counter()
@@ -123,7 +125,7 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
             if self._autocommit:
                 options["isolation_level"] = "AUTOCOMMIT"
             try:
-                if self._postgresql:
+                if self._on_driver:
                     await greenlet_spawn(open_on_driver, session.sync_session, options)
                 else:
                     await session.connection(execution_options=options)
@@ -150,9 +152,9 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
             if exc_type is None:
                 # Committed and closed in one pass into SQLAlchemy's synchronous
                 # session (``AsyncSession.commit`` and ``close`` are a greenlet each),
-                # on PostgreSQL by the driver (``prepared.commit_on_driver``).
+                # on PostgreSQL by the driver (``driver.commit_on_driver``).
                 await greenlet_spawn(
-                    _finish, session.sync_session, not self._autocommit, self._postgresql
+                    _finish, session.sync_session, not self._autocommit, self._on_driver
                 )
             else:
                 await session.rollback()
@@ -176,8 +178,8 @@ def unit_of_work(factory: SessionFactory, *, write: bool) -> UnitOfWork:
     return UnitOfWork(factory, write=write)
 
 
-def _finish(session: Session, commit: bool, postgresql: bool) -> None:
-    if commit and not (postgresql and commit_on_driver(session)):
+def _finish(session: Session, commit: bool, on_driver: bool) -> None:
+    if commit and not (on_driver and commit_on_driver(session)):
         session.commit()
     # Its connection is released (committed) or idle (autocommit): closing
     # it waits for nothing.

@@ -15,10 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from placement_api import errors
+from placement_api.db.driver import fetch_all
 from placement_api.db.models import Allocation, ResourceProvider
 from placement_api.db.prepared import Prepared
 from placement_api.domain import changes, provider_filters
-from placement_api.domain.candidates.fetching import fetch_all
 from placement_api.domain.filters import AggregateFilter, TraitFilter
 from placement_api.domain.timestamps import newest, now
 

@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import Integer, Select, bindparam, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from placement_api.db.driver import fetch_all, id_in
 from placement_api.db.engine import create_engine
 from placement_api.db.models import ResourceClass
-from placement_api.domain.candidates.fetching import fetch_all, id_in
 from placement_api.domain.changes import recording_session_factory
 from tests.support.client import PlacementClient
 

@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from placement_api.db.driver import fetch_all
 from placement_api.db.engine import create_engine
 from placement_api.db.session import unit_of_work
-from placement_api.domain.candidates.fetching import fetch_all
 from placement_api.domain.changes import recording_session_factory
 
 

@@ -10,15 +10,9 @@ from sqlalchemy import Select, func, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
+from placement_api.db.driver import fetch_all, id_in
 from placement_api.db.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
-from placement_api.domain.candidates.fetching import (
-    IdColumn,
-    T,
-    chunked,
-    fetch_all,
-    id_batches,
-    id_in,
-)
+from placement_api.domain.candidates.fetching import IdColumn, T, chunked, id_batches
 from placement_api.domain.candidates.queries import Window, scope_condition
 
 

@@ -15,8 +15,8 @@ from sqlalchemy import Row, Select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from sqlalchemy.pool import QueuePool
 
+from placement_api.db.driver import fetch_all
 from placement_api.domain.candidates import summary_rows
-from placement_api.domain.candidates.fetching import fetch_all
 from placement_api.domain.candidates.summary_rows import (
     FilterKind,
     Probed,

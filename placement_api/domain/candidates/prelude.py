@@ -33,6 +33,8 @@ from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.selectable import CompoundSelect
 from sqlalchemy.util import LRUCache
 
+from placement_api.db.driver import fetch_all, in_bound_list
+from placement_api.db.engine_caches import caches_of
 from placement_api.db.models import (
     Aggregate,
     ProviderTrait,
@@ -40,7 +42,7 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.fetching import IdColumn, fetch_all, in_bound_list
+from placement_api.domain.candidates.fetching import IdColumn
 from placement_api.domain.candidates.queries import root_id, sharing_ids
 from placement_api.domain.candidates.request import CandidateRequest
 
@@ -143,13 +145,16 @@ def _build(shape: tuple[bool, ...], dialect: str) -> _Prelude:
     return union_all(*parts)
 
 
-_STATEMENTS: LRUCache[tuple[object, ...], _Prelude] = LRUCache(64)
+# Kept per engine (``EngineCaches``), by which lists the request gives.
+def _statements() -> LRUCache[tuple[bool, ...], _Prelude]:
+    return LRUCache(64)
 
 
-def _statement(shape: tuple[bool, ...], dialect: str) -> _Prelude:
-    found = _STATEMENTS.get((shape, dialect))
+def _statement(session: AsyncSession, shape: tuple[bool, ...], dialect: str) -> _Prelude:
+    kept = caches_of(session.get_bind().engine).own(_statements)
+    found = kept.get(shape)
     if found is None:
-        found = _STATEMENTS[(shape, dialect)] = _build(shape, dialect)
+        found = kept[shape] = _build(shape, dialect)
     return found
 
 
@@ -212,7 +217,7 @@ async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prel
     sharing: set[int] = set()
     holders: dict[int, str] = {}
     for kind, name, first, second in await fetch_all(
-        session, _statement(shape, dialect), parameters
+        session, _statement(session, shape, dialect), parameters
     ):
         if first is None:
             continue  # the root range of an empty table

@@ -35,6 +35,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.selectable import LateralFromClause, Subquery
 from sqlalchemy.util import LRUCache
 
+from placement_api.db.driver import AnySelect, Ts, fetch_all, in_bound_list
+from placement_api.db.engine_caches import caches_of
 from placement_api.db.models import (
     Inventory,
     ProviderAggregate,
@@ -42,13 +44,7 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.fetching import (
-    AnySelect,
-    IdColumn,
-    Ts,
-    fetch_all,
-    in_bound_list,
-)
+from placement_api.domain.candidates.fetching import IdColumn
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
 from placement_api.domain.capacity import fits_clause
 
@@ -319,13 +315,18 @@ def _fenced(dialect: str, scope: RowScope, narrow: bool) -> bool:
 # Statements by everything they are built from but window bounds: a search
 # reads window after window with the same statement, and requests of one
 # shape repeat; building a statement costs about as much as running it.
-_STATEMENTS: LRUCache[tuple[object, ...], AnySelect] = LRUCache(256)
+# Kept per engine (``EngineCaches``).
+def _statements() -> LRUCache[tuple[object, ...], AnySelect]:
+    return LRUCache(256)
 
 
-def _statement(key: tuple[object, ...], build: Callable[[], AnySelect]) -> AnySelect:
-    found = _STATEMENTS.get(key)
+def _statement(
+    session: AsyncSession, key: tuple[object, ...], build: Callable[[], AnySelect]
+) -> AnySelect:
+    kept = caches_of(session.get_bind().engine).own(_statements)
+    found = kept.get(key)
     if found is None:
-        found = _STATEMENTS[key] = build()
+        found = kept[key] = build()
     return found
 
 
@@ -356,7 +357,9 @@ async def granular_rows(
     dialect = session.get_bind().dialect.name
     fenced = _fenced(dialect, scope, narrow)
     key = ("granular", dialect, group.shape, _root_rules_key(request), _scope_key(scope), fenced)
-    statement = _statement(key, lambda: granular_statement(group, request, scope, fenced, dialect))
+    statement = _statement(
+        session, key, lambda: granular_statement(group, request, scope, fenced, dialect)
+    )
     return cast(list[tuple[int, int]], await _rows(session, statement, scope))
 
 
@@ -380,6 +383,8 @@ async def unsuffixed_rows(
         fenced,
     )
     statement = _statement(
-        key, lambda: unsuffixed_statement(group, request, scope, tree_traits, fenced, dialect)
+        session,
+        key,
+        lambda: unsuffixed_statement(group, request, scope, tree_traits, fenced, dialect),
     )
     return cast(list[tuple[int, int, int]], await _rows(session, statement, scope))

@@ -14,15 +14,14 @@ from dataclasses import dataclass, replace
 from itertools import chain
 from operator import itemgetter
 from typing import NamedTuple
-from weakref import WeakKeyDictionary
 
 from sqlalchemy import Boolean, Integer, Row, any_, bindparam, literal, select, union_all
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from placement_api.db.driver import Ts, fetch_all
+from placement_api.db.engine_caches import caches_of
 from placement_api.db.models import ResourceClass, Trait
-from placement_api.domain.candidates.fetching import Ts, fetch_all
 from placement_api.domain.candidates.lookups import uuids_of
 from placement_api.domain.candidates.prefetch import Prefetch
 from placement_api.domain.candidates.summary_rows import (
@@ -134,15 +133,8 @@ class _KnownNames:
                 (self.traits if is_trait else self.classes)[ident] = name
 
 
-_KNOWN_NAMES: WeakKeyDictionary[Engine, _KnownNames] = WeakKeyDictionary()
-
-
 def _known_names(session: AsyncSession) -> _KnownNames:
-    engine = session.get_bind().engine
-    known = _KNOWN_NAMES.get(engine)
-    if known is None:
-        known = _KNOWN_NAMES[engine] = _KnownNames()
-    return known
+    return caches_of(session.get_bind().engine).own(_KnownNames)
 
 
 async def _probed_summaries(

@@ -33,6 +33,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, array
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute, aliased
 
+from placement_api.db.driver import Source, Ts, fetch_all, id_in
 from placement_api.db.models import (
     Inventory,
     ProviderAggregate,
@@ -41,15 +42,7 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.fetching import (
-    IdColumn,
-    Source,
-    Ts,
-    dialect_of,
-    fetch_all,
-    id_batches,
-    id_in,
-)
+from placement_api.domain.candidates.fetching import IdColumn, dialect_of, id_batches
 from placement_api.domain.capacity import shown_capacity
 
 # When the summaries cover at least this share of all providers, PostgreSQL

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import case, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from placement_api.db.driver import fetch_all, in_bound_list
 from placement_api.db.models import (
     Aggregate,
     Inventory,
@@ -26,7 +27,6 @@ from placement_api.db.models import (
     ResourceClass,
     ResourceProvider,
 )
-from placement_api.domain.candidates.fetching import fetch_all, in_bound_list
 from placement_api.domain.candidates.queries import root_id, sharing_ids
 from placement_api.domain.capacity import LIMIT_COLUMNS, shown_capacity
 

@@ -14,12 +14,14 @@ through ``include_router``, so ``app.dependency_overrides`` would not apply
 either way.)
 
 The plan reads FastAPI's ``Dependant`` and its parameters' fields, which
-FastAPI does not document; ``tests/unit/test_lean_route.py`` fails when
-``Dependant`` gains or loses a field.
+FastAPI does not document: when ``Dependant``'s fields are not those
+``PLANNED_FOR``, every route keeps FastAPI's handler (and start-up warns,
+``fastpath.capabilities``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -31,6 +33,23 @@ from fastapi.routing import APIRoute
 from starlette.responses import Response
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+# Dependant's fields as call_plan knows them: each is either followed by the
+# plan or makes it give the route back to FastAPI.
+PLANNED_FOR = {
+    *("path_params", "query_params", "header_params", "cookie_params", "body_params"),
+    *("dependencies", "name", "call", "request_param_name", "websocket_param_name"),
+    *("http_connection_param_name", "response_param_name", "background_tasks_param_name"),
+    *("security_scopes_param_name", "own_oauth_scopes", "parent_oauth_scopes"),
+    *("use_cache", "path", "scope", "concurrency"),
+}
+
+
+def dependant_fields() -> set[str]:
+    return {field.name for field in dataclasses.fields(Dependant)}
+
+
+# Routes are built as the routers are imported, before start-up's checks.
+_DEPENDANT_AS_PLANNED = dependant_fields() == PLANNED_FOR
 Dependency = Callable[..., Coroutine[Any, Any, object]]
 
 
@@ -85,7 +104,8 @@ def call_plan(dependant: Dependant, endpoint: Callable[..., Any]) -> CallPlan | 
     """The plan for ``endpoint``, or None when FastAPI's own handler is needed."""
     subs = dependant.dependencies
     if not (
-        inspect.iscoroutinefunction(endpoint)
+        _DEPENDANT_AS_PLANNED
+        and inspect.iscoroutinefunction(endpoint)
         and _returns_response(endpoint)
         and _needs_nothing_else(dependant)
         and all(_plain_string(field) for field in dependant.path_params)

@@ -1,0 +1,76 @@
+"""What ``PlacementHttpProtocol`` takes from uvicorn's ``HttpToolsProtocol``
+and httptools, checked before serving: each gap is one line naming the
+library and what changed."""
+
+from __future__ import annotations
+
+import inspect
+from importlib import metadata
+
+import httptools
+from uvicorn.protocols.http import httptools_impl
+
+from placement_api.serving.http_protocol import PlacementHttpProtocol
+
+_USER = "placement_api.serving.http_protocol.PlacementHttpProtocol"
+# The methods ours overrides or calls, with the arguments theirs take.
+_METHODS = (
+    "connection_made",
+    "connection_lost",
+    "data_received",
+    "on_message_begin",
+    "on_url",
+    "on_header",
+    "on_headers_complete",
+    "on_message_complete",
+    "on_response_complete",
+    "_unset_keepalive_if_required",
+    "_unsupported_upgrade_warning",
+)
+
+
+def _changed(library: str, change: str) -> str:
+    return f"{library} {metadata.version(library)} changed what {_USER} relies on: {change}"
+
+
+def _source(thing: object) -> str:
+    try:
+        return inspect.getsource(thing)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return ""
+
+
+def _method_gaps(base: type) -> list[str]:
+    gaps = []
+    for name in _METHODS:
+        theirs = getattr(base, name, None)
+        if theirs is None:
+            gaps.append(_changed("uvicorn", f"HttpToolsProtocol.{name} is gone"))
+            continue
+        ours = getattr(PlacementHttpProtocol, name)
+        if len(inspect.signature(theirs).parameters) != len(inspect.signature(ours).parameters):
+            gaps.append(_changed("uvicorn", f"HttpToolsProtocol.{name} takes other arguments"))
+    return gaps
+
+
+def protocol_gaps() -> list[str]:
+    """Why ``PlacementHttpProtocol`` cannot serve; empty when it can."""
+    base = httptools_impl.HttpToolsProtocol
+    gaps = _method_gaps(base)
+    received = _source(base.data_received)
+    for step in ("self._unset_keepalive_if_required()", "self.parser.feed_data(data)"):
+        if step not in received:
+            gaps.append(
+                _changed("uvicorn", f"data_received (which ours mirrors) no longer does {step}")
+            )
+    setup = _source(base.__init__) + _source(getattr(base, "connection_made", None))
+    for attribute in ("self.parser", "self.cycle", "self.loop", "self.logger", "self.transport"):
+        if attribute not in setup:
+            gaps.append(_changed("uvicorn", f"HttpToolsProtocol no longer sets {attribute}"))
+    cycle = _source(httptools_impl.RequestResponseCycle.__init__)
+    for attribute in ("disconnected", "message_event", "response_started", "response_complete"):
+        if f"self.{attribute}" not in cycle:
+            gaps.append(_changed("uvicorn", f"RequestResponseCycle no longer has {attribute}"))
+    if not issubclass(httptools.HttpParserCallbackError, httptools.HttpParserError):
+        gaps.append(_changed("httptools", "a callback's error is no longer an HttpParserError"))
+    return gaps

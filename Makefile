@@ -23,6 +23,8 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy placement_api placement_client agent scheduler tests bench
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/check_internals.py
 
 pg-up:
 	@./scripts/ensure-postgresql.sh

@@ -19,8 +19,9 @@ from starlette.types import ASGIApp
 
 from placement_api import errors, microversion
 from placement_api.auth.context import KEYSTONE, Authenticator, NoAuth2Authenticator
+from placement_api.auth.fastpath.decision_memory import decision_memory_gaps
 from placement_api.auth.keystone import NEEDS_CONFIG_FILE, KeystoneAuthenticator
-from placement_api.auth.policy import Policy, decision_memory_gaps
+from placement_api.auth.policy import Policy
 from placement_api.db.capabilities import direct_driver_gaps
 from placement_api.db.driver import DIRECT
 from placement_api.db.engine import engine_for
@@ -28,11 +29,11 @@ from placement_api.db.session import unit_of_work
 from placement_api.domain.changes import recording_session_factory
 from placement_api.domain.standard_names import sync_standard_names
 from placement_api.observability import metrics
-from placement_api.observability.access import AccessMiddleware
 from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.services.capacity_sources import CapacitySources
 from placement_api.services.change_feed import ChangeFeed
 from placement_api.settings import Settings, get_settings
+from placement_api.web.access_log import AccessMiddleware
 from placement_api.web.deps import Services
 from placement_api.web.fastpath.capabilities import dispatch_gaps, route_plan_gaps
 from placement_api.web.fastpath.dispatch import Dispatcher

@@ -26,6 +26,15 @@ AUTH_SERVICE_UNAVAILABLE = "placement.auth.service_unavailable"
 # An extension of this service: GET /changes?since=N asked for pruned changes.
 CHANGES_GONE = "placement.changes.gone"
 
+# How much of a client's value an error detail quotes.
+_ECHO_LIMIT = 80
+
+
+def shortened(text: str) -> str:
+    """A client's value as an error detail quotes it: at most _ECHO_LIMIT characters."""
+    return text if len(text) <= _ECHO_LIMIT else f"{text[:_ECHO_LIMIT]}... ({len(text)} characters)"
+
+
 # Which kind of 409 a ``placement.concurrent_update`` is. Carried as the
 # extra ``conflict`` key of the error object so clients need not match text.
 CONFLICT_PROVIDER_GENERATION = "provider_generation"

@@ -11,7 +11,7 @@ import re
 from typing import NamedTuple
 
 from placement_api import errors
-from placement_api.web.input_checks import shortened
+from placement_api.errors import shortened
 
 SERVICE_TYPE = "placement"
 HEADER = "OpenStack-API-Version"

@@ -8,42 +8,26 @@ the file changes. docs/keystone.md, "Policy and token scope", says how.
 from __future__ import annotations
 
 import copy
-import inspect
 import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from oslo_config import cfg
-from oslo_policy import _checks
 from oslo_policy import policy as oslo_policy
 
 from placement_api import errors
 from placement_api.auth import policies
 from placement_api.auth.context import RequestContext
+from placement_api.auth.fastpath.decision_memory import rules_are_pure
+from placement_api.auth.fastpath.enforcer import PolicyFileOnlyEnforcer
 
 LOG = logging.getLogger(__name__)
 
 _GROUP = "oslo_policy"
 # Decisions a Policy remembers (rules x callers x targets) before starting afresh.
 DECISIONS_REMEMBERED = 4096
-
-
-class _PolicyFileOnlyEnforcer(oslo_policy.Enforcer):
-    """An enforcer that never searches configuration directories.
-
-    oslo.policy looks its policy file (and policy.d directories) up next to
-    the config files and in ~ and /etc; here the file is an absolute path
-    given by our settings, or there is none.
-    """
-
-    def _get_policy_path(self, path: str) -> str:
-        candidate = Path(path)
-        if candidate.is_absolute() and candidate.is_file():
-            return str(candidate)
-        raise cfg.ConfigFilesNotFoundError([path])
 
 
 class Policy:
@@ -58,7 +42,7 @@ class Policy:
         if policy_file is not None and not policy_file.is_file():
             raise FileNotFoundError(f"policy file {policy_file} does not exist")
         conf = cfg.ConfigOpts()
-        self._enforcer = _PolicyFileOnlyEnforcer(
+        self._enforcer = PolicyFileOnlyEnforcer(
             conf, policy_file=str(policy_file.resolve()) if policy_file else None
         )
         conf.set_override("enforce_new_defaults", enforce_new_defaults, group=_GROUP)
@@ -78,7 +62,7 @@ class Policy:
         self._file_seen = _file_state(self._policy_file)
         self._decisions: dict[tuple[object, ...], bool] = {}
         self._remember = remember_decisions
-        self._rules_are_pure = remember_decisions and _pure(self._enforcer.rules)
+        self._rules_are_pure = remember_decisions and rules_are_pure(self._enforcer.rules)
 
     def authorize(
         self, rule: str, context: RequestContext, target: Mapping[str, object] | None = None
@@ -122,7 +106,7 @@ class Policy:
         self._enforcer.load_rules()
         self._file_seen = state
         self._decisions.clear()
-        self._rules_are_pure = self._remember and _pure(self._enforcer.rules)
+        self._rules_are_pure = self._remember and rules_are_pure(self._enforcer.rules)
 
 
 def _file_state(path: Path | None) -> tuple[int, int] | None:
@@ -133,58 +117,6 @@ def _file_state(path: Path | None) -> tuple[int, int] | None:
     except OSError:
         return None
     return found.st_mtime_ns, found.st_size
-
-
-# The checks whose verdict depends on nothing but the credentials and target.
-# (Looked up softly: one gone turns the memory off, see decision_memory_gaps.)
-_PURE_CHECKS = tuple(
-    getattr(_checks, name)
-    for name in (
-        *("TrueCheck", "FalseCheck", "NotCheck", "AndCheck", "OrCheck"),
-        *("RuleCheck", "RoleCheck", "GenericCheck"),
-    )
-    if hasattr(_checks, name)
-)
-
-
-def decision_memory_gaps() -> list[str]:
-    """What the decision memory reads of oslo.policy's check trees, checked at
-    start-up: one line per change, naming the library."""
-    version = metadata.version("oslo.policy")
-    changed = f"oslo.policy {version} changed what policy._pure relies on"
-    gaps = [
-        f"{changed}: oslo_policy._checks.{name} is gone"
-        for name in ("TrueCheck", "FalseCheck", "NotCheck", "AndCheck", "OrCheck", "RuleCheck")
-        if not hasattr(_checks, name)
-    ]
-    if gaps:
-        return gaps
-    if "self.rule = rule" not in _source(_checks.NotCheck.__init__):
-        gaps.append(f"{changed}: NotCheck no longer keeps its operand as .rule")
-    for combined in (_checks.AndCheck, _checks.OrCheck):
-        if "self.rules = list(rules)" not in _source(combined.__init__):
-            gaps.append(f"{changed}: {combined.__name__} no longer keeps its operands as .rules")
-    return gaps
-
-
-def _source(function: object) -> str:
-    try:
-        return inspect.getsource(function)  # type: ignore[arg-type]
-    except (OSError, TypeError):
-        return ""
-
-
-def _pure(rules: Mapping[str, _checks.BaseCheck]) -> bool:
-    """Every rule's check tree holds only ``_PURE_CHECKS``."""
-    pending: list[_checks.BaseCheck] = list(rules.values())
-    while pending:
-        check = pending.pop()
-        if type(check) not in _PURE_CHECKS:
-            return False
-        pending.extend(getattr(check, "rules", ()))
-        if isinstance(check, _checks.NotCheck):
-            pending.append(check.rule)
-    return True
 
 
 @dataclass(frozen=True)

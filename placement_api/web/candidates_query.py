@@ -20,25 +20,20 @@ from dataclasses import dataclass, field
 from placement_api import errors
 from placement_api.domain.candidates.request import CandidateRequest, RequestGroup
 from placement_api.domain.filters import AggregateFilter, TraitFilter
+from placement_api.errors import shortened
 from placement_api.microversion import Version
-from placement_api.web.input_checks import shortened
 from placement_api.web.querystring import (
-    is_uuid,
     parse_member_of,
     parse_required,
     parse_resources,
 )
+from placement_api.web.schemas.common import LIMIT_PATTERN, NAMED_SUFFIX, NUMBERED_SUFFIX, is_uuid
 
-NUMBERED_SUFFIX = "[1-9][0-9]*"
-NAMED_SUFFIX = "[a-zA-Z0-9_-]{1,64}"
 GROUP_PREFIXES = ("resources", "required", "member_of", "in_tree")
 
 # root_required keeps the trait syntax ``required`` had before any-traits
 # (1.39): plain and ``!`` names, no ``in:``.
 _ROOT_REQUIRED_SYNTAX = Version(1, 38)
-# ``limit`` is a positive integer of at most 19 digits (the int64 range's
-# length): that is already more candidates than any cloud has.
-LIMIT_PATTERN = "^[1-9][0-9]{0,18}$"
 QUERY_VALUE_RULES = {
     "limit": re.compile(LIMIT_PATTERN),
     "group_policy": re.compile("none|isolate"),

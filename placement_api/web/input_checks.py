@@ -21,11 +21,6 @@ from placement_api import errors
 # and no database encoding can store it).
 _CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 # Details echo what was refused; a 10 kB parameter is shown cut short.
-_ECHO_LIMIT = 80
-
-
-def shortened(text: str) -> str:
-    return text if len(text) <= _ECHO_LIMIT else f"{text[:_ECHO_LIMIT]}... ({len(text)} characters)"
 
 
 def check_text(text: str, what: str) -> None:
@@ -46,8 +41,8 @@ def check_path_and_query(path: str, query_string: bytes) -> None:
         return  # nothing escaped: every name and value is a piece of this clean text
     # Parsed the way Starlette parses it, so the check sees what handlers see.
     for name, value in parse_qsl(query, keep_blank_values=True):
-        check_text(name, f"The name of query parameter {shortened(name)!r}")
-        check_text(value, f"Query parameter {shortened(name)!r}")
+        check_text(name, f"The name of query parameter {errors.shortened(name)!r}")
+        check_text(value, f"Query parameter {errors.shortened(name)!r}")
 
 
 def _refuse_constant(name: str) -> float:
@@ -57,7 +52,9 @@ def _refuse_constant(name: str) -> float:
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise errors.BadRequest(f"Malformed JSON: the number {shortened(text)} is out of range.")
+        raise errors.BadRequest(
+            f"Malformed JSON: the number {errors.shortened(text)} is out of range."
+        )
     return value
 
 
@@ -110,7 +107,7 @@ def _check_depth(data: Any, max_depth: int) -> None:
 
 
 def _location(path: tuple[str, ...]) -> str:
-    return "/" + "/".join(shortened(part) for part in path)
+    return "/" + "/".join(errors.shortened(part) for part in path)
 
 
 def _check_strings(data: Any) -> None:

@@ -8,13 +8,11 @@ forms are plain data the domain layer turns into SQL.
 
 from __future__ import annotations
 
-import uuid as uuidlib
-
 from placement_api import errors
 from placement_api.domain.filters import AggregateFilter, TraitFilter
+from placement_api.errors import shortened
 from placement_api.microversion import Version
-from placement_api.web.input_checks import shortened
-from placement_api.web.schemas.common import MAX_INT
+from placement_api.web.schemas.common import MAX_INT, is_uuid
 
 _RESOURCES_FORM = (
     "Badly formed resources parameter. Expected resources query string parameter in form: "
@@ -135,14 +133,6 @@ def parse_required(
             + ", ".join(sorted(conflicts))
         )
     return result
-
-
-def is_uuid(text: str) -> bool:
-    try:
-        uuidlib.UUID(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _parse_member_of_value(value: str) -> tuple[frozenset[str], frozenset[str]]:

@@ -1,6 +1,6 @@
 """What the fast paths take from libraries' private parts: the start-up
 checks (``db.capabilities``, ``serving.capabilities``,
-``web.fastpath.capabilities``, ``auth.policy.decision_memory_gaps``) find
+``web.fastpath.capabilities``, ``auth.fastpath.decision_memory.decision_memory_gaps``) find
 nothing changed in the locked versions, and those versions are installed.
 """
 
@@ -15,7 +15,7 @@ from sqlalchemy import Integer, bindparam, column, select, table
 from sqlalchemy.dialects.postgresql import asyncpg as sa_asyncpg
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from placement_api.auth.policy import decision_memory_gaps
+from placement_api.auth.fastpath.decision_memory import decision_memory_gaps
 from placement_api.db.capabilities import direct_driver_gaps
 from placement_api.db.driver import positional_sql
 from placement_api.serving.capabilities import protocol_gaps

@@ -17,11 +17,10 @@ from placement_api.domain.consumers import UNKNOWN_CONSUMER_TYPE, ConsumerClaim
 from placement_api.microversion import Version
 from placement_api.web.deps import ApiDep, DbDep
 from placement_api.web.fastpath.lean_route import PlacementRoute
-from placement_api.web.querystring import is_uuid
 from placement_api.web.rendering import json_response
 from placement_api.web.schemas import allocations as schemas
 from placement_api.web.schemas import write_limits
-from placement_api.web.schemas.common import request_body
+from placement_api.web.schemas.common import is_uuid, request_body
 from placement_api.web.schemas.validation import load_body
 
 router = APIRouter(tags=["allocations"], route_class=PlacementRoute)

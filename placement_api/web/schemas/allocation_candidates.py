@@ -13,8 +13,14 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, WithJsonSchema
 from pydantic.config import JsonDict
 
-from placement_api.web.candidates_query import LIMIT_PATTERN, NAMED_SUFFIX, NUMBERED_SUFFIX
-from placement_api.web.schemas.common import RequestModel, ResponseModel, VersionedShape
+from placement_api.web.schemas.common import (
+    LIMIT_PATTERN,
+    NAMED_SUFFIX,
+    NUMBERED_SUFFIX,
+    RequestModel,
+    ResponseModel,
+    VersionedShape,
+)
 
 # A plain string schema (no anyOf-null), so a bad value's message names ``limit``.
 OptionalLimit = Annotated[

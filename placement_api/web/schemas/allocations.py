@@ -11,10 +11,10 @@ from typing import Annotated, Any
 
 from pydantic import Field, RootModel, WithJsonSchema
 
-from placement_api.web.candidates_query import NAMED_SUFFIX
 from placement_api.web.schemas.common import (
     GENERATION_RANGE,
     MAX_BIGINT,
+    NAMED_SUFFIX,
     RESOURCE_CLASS_PATTERN,
     RequestModel,
     ResponseModel,

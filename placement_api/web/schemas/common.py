@@ -7,6 +7,7 @@ messages, so constraints are spelled as plain ``pattern``/``maxLength``/
 
 from __future__ import annotations
 
+import uuid as uuidlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
@@ -15,6 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 if TYPE_CHECKING:
     from placement_api.microversion import Version
+
+# Request group suffixes: numbers (1.25), then strings too (1.33).
+NUMBERED_SUFFIX = "[1-9][0-9]*"
+NAMED_SUFFIX = "[a-zA-Z0-9_-]{1,64}"
+# ``limit`` is a positive integer of at most 19 digits (the int64 range's
+# length): that is already more candidates than any cloud has.
+LIMIT_PATTERN = "^[1-9][0-9]{0,18}$"
 
 ShapeT = TypeVar("ShapeT")
 
@@ -99,3 +107,11 @@ class VersionedShape(Generic[ShapeT]):
             if version.has(feature):
                 return shape
         return self.oldest
+
+
+def is_uuid(text: str) -> bool:
+    try:
+        uuidlib.UUID(text)
+    except ValueError:
+        return False
+    return True

@@ -27,7 +27,7 @@ import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from placement_api import errors
-from placement_api.web.querystring import is_uuid
+from placement_api.web.schemas.common import is_uuid
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -1,0 +1,1 @@
+"""What the policy layer takes from oslo.policy's private parts, fenced."""

@@ -8,16 +8,9 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
-from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.cors import CORSMiddleware
-from starlette.responses import Response
-from starlette.types import ASGIApp
+from fastapi import FastAPI
 
-from placement_api import errors, microversion
+from placement_api import microversion
 from placement_api.auth.context import KEYSTONE, Authenticator, NoAuth2Authenticator
 from placement_api.auth.fastpath.decision_memory import decision_memory_gaps
 from placement_api.auth.keystone import NEEDS_CONFIG_FILE, KeystoneAuthenticator
@@ -34,63 +27,17 @@ from placement_api.services.capacity_sources import CapacitySources
 from placement_api.services.change_feed import ChangeFeed
 from placement_api.settings import Settings, get_settings
 from placement_api.web.access_log import AccessMiddleware
+from placement_api.web.cors import PlacementCORSMiddleware
 from placement_api.web.deps import Services
+from placement_api.web.error_handlers import install_error_handlers
+from placement_api.web.fastpath.app import PlacementApp
 from placement_api.web.fastpath.capabilities import dispatch_gaps, route_plan_gaps
-from placement_api.web.fastpath.dispatch import Dispatcher
 from placement_api.web.middleware import PlacementRequestMiddleware
-from placement_api.web.rendering import error_response
 from placement_api.web.request_limits import RequestLimitsMiddleware
 from placement_api.web.routers import ROUTERS, health
 from placement_api.web.routers import metrics as metrics_router
 
 LOG = logging.getLogger(__name__)
-
-
-class PlacementCORSMiddleware(CORSMiddleware):
-    """CORS as oslo.middleware does it: a refused preflight is a plain 200
-    with no CORS headers (not a 400), and an accepted one echoes only the
-    headers the client asked for."""
-
-    def preflight_response(self, request_headers: Headers) -> Response:
-        response = super().preflight_response(request_headers)
-        if response.status_code == 400:
-            return Response(status_code=200)
-        requested = request_headers.get("access-control-request-headers")
-        if requested:
-            response.headers["access-control-allow-headers"] = requested
-        else:
-            del response.headers["access-control-allow-headers"]
-        return response
-
-
-class PlacementApp(FastAPI):
-    """FastAPI with fewer layers around each request: the app's middleware
-    around ``Dispatcher`` (routing, the exception handlers), without
-    Starlette's outermost error middleware (``AccessMiddleware`` and
-    ``PlacementRequestMiddleware`` answer every exception already), FastAPI's
-    telemetry and body-limit wrappers (telemetry is off, no body limit is
-    given: ``RequestLimitsMiddleware`` has this service's) and its file
-    stack (no route takes files)."""
-
-    # Off when start-up found what Dispatcher relies on changed (fence_fast_paths).
-    fast_dispatch = True
-
-    def build_middleware_stack(self) -> ASGIApp:
-        if (
-            not self.fast_dispatch
-            or self.max_body_size is not None
-            or not Dispatcher.serves(self.router)
-        ):
-            return super().build_middleware_stack()
-        handlers = {
-            key: handler
-            for key, handler in self.exception_handlers.items()
-            if key not in (500, Exception)
-        }
-        app: ASGIApp = Dispatcher(self.router, handlers)
-        for cls, args, kwargs in reversed(self.user_middleware):
-            app = cls(app, *args, **kwargs)
-        return app
 
 
 NOAUTH2_WARNING = (
@@ -213,7 +160,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # and match every request through that nesting, twice.
     for router in routers:
         app.router.routes.extend(router.routes)
-    _install_error_handlers(app)
+    install_error_handlers(app)
     app.add_middleware(RequestLimitsMiddleware, settings=settings)
     app.add_middleware(PlacementRequestMiddleware)
     app.add_middleware(AccessMiddleware, access_log=settings.access_log)
@@ -227,43 +174,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_credentials=True,
         )
     return app
-
-
-def _allowed_methods(path: str) -> list[str]:
-    methods: set[str] = set()
-    for router in ROUTERS:
-        for route in router.routes:
-            if isinstance(route, APIRoute) and route.path_regex.match(path):
-                methods |= route.methods or set()
-    return sorted(methods)
-
-
-def _install_error_handlers(app: FastAPI) -> None:
-    def render(request: Request, error: errors.PlacementError) -> Response:
-        request_id = getattr(request.state, "request_id", "")
-        return error_response(error, request_id, request.headers.get("accept"))
-
-    @app.exception_handler(errors.PlacementError)
-    async def placement_error(request: Request, exc: errors.PlacementError) -> Response:
-        if exc.status == 409:
-            metrics.CONFLICTS.labels(exc.code, str(exc.extra.get("conflict", ""))).inc()
-        return render(request, exc)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        if exc.status_code == 405:
-            allowed = _allowed_methods(request.url.path)
-            return render(
-                request,
-                errors.MethodNotAllowed(
-                    f"The method {request.method} is not allowed for this resource.",
-                    headers={"Allow": ", ".join(allowed)},
-                ),
-            )
-        if exc.status_code == 404:
-            return render(request, errors.NotFound("The resource could not be found."))
-        return render(request, errors.PlacementError(str(exc.detail), status=exc.status_code))
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return render(request, errors.BadRequest(f"Invalid request: {exc.errors()[0]['msg']}"))

@@ -73,7 +73,7 @@ def fence_fast_paths(app: PlacementApp) -> bool:
     return not fallbacks[3][0]
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None) -> PlacementApp:
     settings = settings or get_settings()
     # Built now so a bad configuration stops start-up, not the first request.
     authenticator = _authenticator(settings)

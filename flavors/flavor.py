@@ -13,12 +13,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-if TYPE_CHECKING:
-    from scheduler.request.spec import RequestGroup
+from flavors.request_group import RequestGroup
 
 _RESOURCE_KEY = re.compile(r"^resources(?P<suffix>[a-zA-Z0-9_-]{1,64})?:(?P<name>[A-Z0-9_]+)$")
 _TRAIT_KEY = re.compile(r"^trait(?P<suffix>[a-zA-Z0-9_-]{1,64})?:(?P<name>[A-Z0-9_]+)$")
@@ -59,8 +57,6 @@ class FlavorGroups:
 
 
 def flavor_groups(flavor: Flavor) -> FlavorGroups:
-    from scheduler.request.spec import RequestGroup
-
     drafts, policy = _parse_specs(flavor.extra_specs)
     base = drafts.pop("", _GroupDraft())
     implied = {

@@ -58,6 +58,7 @@ from scheduler.placement.diagnose import diagnose
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.facts import PlacementFacts
 from scheduler.placement.host_cache import CandidateView, Clock, HostCache
+from scheduler.placement.host_state import HostState, Reservation
 from scheduler.placement.query import QueryParams, candidates_query, query_string
 from scheduler.request.spec import ScheduleRequest, resource_request
 from scheduler.serving.results import ScheduleResponse
@@ -287,7 +288,10 @@ class Scheduler:
         context: SchedulingContext,
         report: InstanceExplanation,
     ) -> Choice:
-        weighed = self.chooser.rank(run.hosts, context, report)
+        ranking = self.chooser.rank(run.hosts, context)
+        self.chooser.move_on(ranking)
+        ranking.explain(report)
+        weighed = ranking.best()
         project_id, user_id = self._owner(spec)
         claim = await self.claimer.claim(
             consumer, self.chooser.claim_order(weighed), project_id=project_id, user_id=user_id
@@ -296,18 +300,28 @@ class Scheduler:
         if claim.lost:
             run.lost.update(claim.lost)
             run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
-        if claim.reservation is not None:
-            self.host_cache.claimed(consumer, claim.reservation)
+        if claim.host is not None and claim.request is not None and claim.reservation is not None:
+            self._claimed(consumer, claim.host, claim.reservation)
         for host in claim.stale:
             await self.host_cache.lost(host)
         if claim.host is None or claim.request is None or claim.reservation is None:
             raise UnplaceableError("claim", claim.why_unclaimed())
-        chosen = claim.host
-        context.record_placement(chosen.uuid, chosen.name)
-        self.directory.note_consumer(chosen.uuid, +1)
-        report.chosen = next(w.report() for w in weighed if w.host is chosen)
-        selection = self.chooser.selection(consumer, chosen, claim.request, weighed, run.lost)
-        return Choice(consumer, chosen, claim.request, claim.reservation, selection)
+        return self.chooser.chose(
+            consumer,
+            claim.host,
+            claim.request,
+            claim.reservation,
+            weighed,
+            run.lost,
+            context,
+            report,
+        )
+
+    def _claimed(self, consumer: str, host: HostState, reservation: Reservation) -> None:
+        """Placement wrote ``consumer``'s claim on ``host``: the cache holds its usage
+        until the feed reports it, and the host counts one more consumer."""
+        self.host_cache.claimed(consumer, reservation)
+        self.directory.note_consumer(host.uuid, +1)
 
     async def _place_together(
         self,
@@ -345,9 +359,8 @@ class Scheduler:
             refusal = replace(outcome, detail=why)
             return [], {c.consumer: attempt(c.host, refusal) for c in chosen}
         for choice, report in zip(chosen, reports, strict=True):
-            self.host_cache.claimed(choice.consumer, choice.reservation)
+            self._claimed(choice.consumer, choice.host, choice.reservation)
             report.claims.append(attempt(choice.host, outcome))
-            self.directory.note_consumer(choice.host.uuid, +1)
         explanation.instances.extend(reports)
         return chosen, {}
 

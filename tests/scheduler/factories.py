@@ -12,7 +12,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.deciding.choosing import Chooser
 from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.explain import InstanceExplanation
+from scheduler.deciding.pipeline import WeighedHost
 from scheduler.placement.client import CandidatesResponse
 from scheduler.placement.host_state import HostMetadata, HostState, build_hosts
 
@@ -102,3 +105,17 @@ def context_naming(hosts: list[HostState], **fields: Any) -> SchedulingContext:
     context = SchedulingContext(**fields)
     context.host_names.update({host.uuid: host.name for host in hosts})
     return context
+
+
+def decide(
+    chooser: Chooser,
+    hosts: list[HostState],
+    context: SchedulingContext,
+    report: InstanceExplanation,
+) -> list[WeighedHost]:
+    """Rank as the engine does for one instance: move the cursor on, explain, and
+    the weighed hosts (``UnplaceableError`` when none)."""
+    ranking = chooser.rank(hosts, context)
+    chooser.move_on(ranking)
+    ranking.explain(report)
+    return ranking.best()

@@ -57,7 +57,7 @@ from scheduler.placement.client import NewClaim, SchedulerPlacement
 from scheduler.placement.diagnose import diagnose
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.facts import PlacementFacts
-from scheduler.placement.host_cache import CandidateView, Clock, HostCache
+from scheduler.placement.host_cache import CandidateView, Clock, HostCache, ReadMark
 from scheduler.placement.host_state import HostState, Reservation
 from scheduler.placement.query import QueryParams, candidates_query, query_string
 from scheduler.request.spec import ScheduleRequest, resource_request
@@ -169,7 +169,7 @@ class Scheduler:
         return result
 
     async def _start(self, spec: ScheduleRequest, explanation: Explanation) -> RequestRun:
-        started, reads_before = self.host_cache.now(), self.host_cache.reads_started
+        mark = self.host_cache.mark()
         cycle = Cycle(spec, self.settings, self.facts)
         try:
             await self.pipeline.prepare(cycle)
@@ -179,18 +179,20 @@ class Scheduler:
         request = resource_request(spec, terms.in_tree, terms.member_of, terms.not_member_of)
         limit = None if terms.unlimited else self.settings.max_allocation_candidates
         query = candidates_query(request, limit)
-        view = await self._view(query)
-        if not view.hosts and view.read <= reads_before:
-            view = await self._view(query, read_after=reads_before)  # nothing cached: ask again
+        view = await self._view(query, mark)
+        if not view.hosts and not view.fresh:
+            view = await self._view(query, mark, fresh=True)  # nothing cached: ask again
         forced = ", ".join(spec.hints.force_hosts + spec.hints.force_nodes)
-        run = RequestRun(query, request, started, reads_before, view, view.hosts, cycle, forced)
+        run = RequestRun(query, request, mark, view, view.hosts, cycle, forced)
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, cycle)
         return run
 
-    async def _view(self, query: QueryParams, read_after: int | None = None) -> CandidateView:
+    async def _view(
+        self, query: QueryParams, mark: ReadMark, *, fresh: bool = False
+    ) -> CandidateView:
         try:
-            return await self.host_cache.view(query, read_after=read_after)
+            return await self.host_cache.view(query, since=mark, fresh=fresh)
         except PlacementError as exc:
             if exc.status == 400:
                 raise PlacementRejectedError(exc.detail) from exc
@@ -205,7 +207,7 @@ class Scheduler:
             allocation_requests=view.allocation_requests,
             hosts=view.hosts_found,
             narrowed_by=run.cycle.terms.why,
-            cache_age_seconds=None if run.read_for_it else round(run.started - view.fetched_at, 3),
+            cache_age_seconds=None if view.fresh else round(run.mark.at - view.fetched_at, 3),
         )
         explanation.placement = report
         if run.hosts:
@@ -266,10 +268,10 @@ class Scheduler:
         try:
             return await self._place_on(consumer, spec, run, context, report)
         except UnplaceableError:
-            if run.read_for_it:
+            if run.view.fresh:
                 raise
         # Refused on a cached answer: read the candidates again and try once more.
-        run.view = await self._view(run.query, read_after=run.reads_before)
+        run.view = await self._view(run.query, run.mark, fresh=True)
         run.hosts = run.view.hosts
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, run.cycle)

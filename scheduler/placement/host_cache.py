@@ -17,7 +17,7 @@ answer is read again only when
   asks for; usage and the capacity of listed providers are updated in
   place, without a read;
 - the feed had a gap (``resync``): everything is read again;
-- the caller needs an answer read after a given point (``reads_started``):
+- the caller needs an answer read after a given point (``mark``):
   a request is only refused (no valid host) on candidates read for it (see
   ``engine``), which is also how hosts beyond the answer's ``limit`` that
   gained room are found.
@@ -71,15 +71,24 @@ FILTERING = ("required", "member_of", "in_tree")
 
 
 @dataclass(frozen=True)
+class ReadMark:
+    """A point in the cache's life (a request's start): answers read after it are
+    fresh for whoever took it."""
+
+    reads: int  # the reads started before it
+    at: float
+
+
+@dataclass(frozen=True)
 class CandidateView:
     """What one decision starts from: the cached host states (shared: read only)."""
 
     hosts: Sequence[HostState]
     allocation_requests: int
     hosts_found: int
-    read: int  # the number of the read, see ``HostCache.reads_started``
     fetched_at: float
     names: dict[str, str]  # host uuid -> name, for every host of the answer (shared)
+    fresh: bool  # read after the caller's mark, not kept from before it
 
 
 @dataclass
@@ -128,23 +137,24 @@ class HostCache:
         self._awaited: OrderedDict[str, Reservation] = OrderedDict()
         self._echoed: OrderedDict[str, None] = OrderedDict()
 
-    def now(self) -> float:
-        return self._clock()
-
-    @property
-    def reads_started(self) -> int:
-        return self._reads
+    def mark(self) -> ReadMark:
+        return ReadMark(self._reads, self._clock())
 
     @property
     def live(self) -> bool:
         return self._live
 
     async def view(
-        self, query: Sequence[tuple[str, str]], *, read_after: int | None = None
+        self,
+        query: Sequence[tuple[str, str]],
+        *,
+        since: ReadMark | None = None,
+        fresh: bool = False,
     ) -> CandidateView:
         """The hosts for this query; read from Placement unless a usable answer is
-        cached. ``read_after``: only an answer whose read started after that many
-        reads had started will do."""
+        cached. The view says whether it was read after ``since``; with ``fresh``,
+        only such an answer will do."""
+        read_after = since.reads if fresh and since is not None else None
         shape = tuple(query)
         entry = self._entries.get(shape)
         if not self._usable(entry, read_after):
@@ -155,7 +165,7 @@ class HostCache:
                     entry = await self._read(shape)
         assert entry is not None
         self._entries.move_to_end(shape)
-        return self._view_of(entry)
+        return self._view_of(entry, since)
 
     def claimed(self, consumer: str, reservation: Reservation) -> None:
         """Placement wrote the claim: held until its feed entry comes (at once
@@ -288,7 +298,7 @@ class HostCache:
         oldest = min(entry.read for entry in self._entries.values())
         self._lost = {host: reads for host, reads in self._lost.items() if reads >= oldest}
 
-    def _view_of(self, entry: _Entry) -> CandidateView:
+    def _view_of(self, entry: _Entry, since: ReadMark | None) -> CandidateView:
         hosts: Sequence[HostState] = entry.hosts
         if self._lost:
             # Refused during or after this read: the answer may predate the refusal.
@@ -297,9 +307,9 @@ class HostCache:
             hosts=hosts,
             allocation_requests=entry.allocation_requests,
             hosts_found=len(entry.hosts),
-            read=entry.read,
             fetched_at=entry.fetched_at,
             names=entry.names,
+            fresh=since is not None and entry.read > since.reads,
         )
 
 

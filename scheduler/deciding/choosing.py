@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from scheduler.deciding import feasible
-from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.deciding.explain import (
     InstanceExplanation,
     Stage,
@@ -93,7 +93,7 @@ class Chooser:
         # Where the next search for feasible hosts begins (see ``feasible``).
         self._next_start = rng.randrange(1 << 30)
 
-    def rank(self, hosts: Sequence[HostState], context: SchedulingContext) -> Ranking:
+    def rank(self, hosts: Sequence[HostState], context: Cycle) -> Ranking:
         """The hosts with room that every filter passes, best first. Only the first
         ``feasible_hosts_to_score`` hosts found feasible are weighed. Changes nothing:
         the caller moves the cursor on (``move_on``) and explains (``Ranking.explain``)."""
@@ -135,7 +135,7 @@ class Chooser:
         self,
         consumer: str,
         hosts: Sequence[HostState],
-        context: SchedulingContext,
+        context: Cycle,
         report: InstanceExplanation,
     ) -> Choice:
         """Rank, take the first host of the claim order and reserve its capacity, without
@@ -158,7 +158,7 @@ class Chooser:
         reservation: Reservation,
         weighed: list[WeighedHost],
         lost: set[str],
-        context: SchedulingContext,
+        context: Cycle,
         report: InstanceExplanation,
     ) -> Choice:
         """A host was chosen for ``consumer``: later instances of the request see it,

@@ -6,7 +6,7 @@ The candidates come from the ``HostCache``: at most one GET
 a cached answer for the same shape is current (kept so by following the
 change feed, which ``start`` begins; see ``host_cache``). Every instance sees the
 consumption of the ones before it, and of earlier requests (in the shared
-``UsageBook`` and the context). A request is all or nothing. The instances of
+``UsageBook`` and the cycle). A request is all or nothing. The instances of
 a multi-instance request are first decided in memory and claimed together in
 one ``POST /allocations``, which Placement writes whole or not at all; when
 that is refused they are claimed one by one, moving to the next host on a
@@ -38,8 +38,7 @@ from placement_client import PlacementError
 from scheduler.claiming.claim import Claimer, ReleaseResult, attempt
 from scheduler.claiming.claim_batcher import ClaimBatcher
 from scheduler.deciding.choosing import Choice, Chooser, UnplaceableError
-from scheduler.deciding.context import SchedulingContext
-from scheduler.deciding.cycle import Cycle, CycleState, RequestRefused
+from scheduler.deciding.cycle import Cycle, RequestRefused
 from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
 from scheduler.deciding.explain import (
     ClaimAttempt,
@@ -126,7 +125,7 @@ class Scheduler:
         instances = len(spec.consumer_uuids)
         try:
             run = await self._start(spec, explanation)
-            context = await self._context(spec, run.view.names, run.cycle.state)
+            await self._know_the_group(run.cycle, run.view.names)
         except UnplaceableError as exc:
             explanation.failure = Failure(stage=exc.stage, reason=exc.reason)
             raise NoValidHostError(explanation, instances) from None
@@ -136,10 +135,10 @@ class Scheduler:
         try:
             refused: dict[str, ClaimAttempt] = {}
             if in_flight:
-                placed, refused = await self._place_together(spec, run, context, explanation)
+                placed, refused = await self._place_together(run, explanation)
             for consumer in consumers[len(placed) :]:
                 in_flight = [consumer]
-                placed.append(await self._place(consumer, spec, run, context, explanation, refused))
+                placed.append(await self._place(consumer, run, explanation, refused))
         except UnplaceableError as exc:
             index = len(placed)
             explanation.failure = Failure(
@@ -221,43 +220,32 @@ class Scheduler:
             f"({'; '.join(report.diagnosis)})",
         )
 
-    async def _context(
-        self, spec: ScheduleRequest, names: dict[str, str], state: CycleState
-    ) -> SchedulingContext:
-        hints = spec.hints
-        context = SchedulingContext(
-            hints=hints,
-            availability_zone=spec.availability_zone,
-            extra_specs=spec.extra_specs,
-            image=spec.image_properties,
-            max_instances_per_host=self.settings.max_instances_per_host,
-            host_names=ChainMap({}, names),
-            state=state,
-        )
-        if hints.group is not None:
-            members = self.ledger.members(str(hints.group.uuid))
-            unknown = [str(m) for m in hints.group.members if str(m) not in members]
+    async def _know_the_group(self, cycle: Cycle, names: dict[str, str]) -> None:
+        """The candidates' names, and where the server group's members run (those this
+        scheduler placed, and the caller's, located through Placement)."""
+        cycle.host_names = ChainMap({}, names)
+        group = cycle.hints.group
+        if group is not None:
+            members = self.ledger.members(str(group.uuid))
+            unknown = [str(m) for m in group.members if str(m) not in members]
             for host, consumers in (await self.directory.hosts_of_consumers(unknown)).items():
                 members.update(dict.fromkeys(consumers, host))
-            context.group_hosts = Counter(members.values())
-        await self._name_hosts(context)
-        return context
+            cycle.group_hosts = Counter(members.values())
+        await self._name_hosts(cycle)
 
-    async def _name_hosts(self, context: SchedulingContext) -> None:
+    async def _name_hosts(self, cycle: Cycle) -> None:
         """Hosts named in explanations may lie outside the candidates (a full host)."""
-        unnamed = [host for host in context.group_hosts if host not in context.host_names]
+        unnamed = [host for host in cycle.group_hosts if host not in cycle.host_names]
         if unnamed:
             records = await self.directory.providers()
             for host in unnamed:
                 if host in records:
-                    context.host_names[host] = records[host].name
+                    cycle.host_names[host] = records[host].name
 
     async def _place(
         self,
         consumer: str,
-        spec: ScheduleRequest,
         run: RequestRun,
-        context: SchedulingContext,
         explanation: Explanation,
         refused: dict[str, ClaimAttempt],
     ) -> Choice:
@@ -266,7 +254,7 @@ class Scheduler:
             report.claims.append(refused[consumer])
         explanation.instances.append(report)
         try:
-            return await self._place_on(consumer, spec, run, context, report)
+            return await self._place_on(consumer, run, report)
         except UnplaceableError:
             if run.view.fresh:
                 raise
@@ -275,26 +263,21 @@ class Scheduler:
         run.hosts = run.view.hosts
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, run.cycle)
-        context.host_names.maps.append(run.view.names)
+        run.cycle.host_names.maps.append(run.view.names)
         retry = InstanceExplanation(
             consumer_uuid=consumer, hosts_considered=len(run.hosts), claims=report.claims
         )
         explanation.instances[-1] = retry
-        return await self._place_on(consumer, spec, run, context, retry)
+        return await self._place_on(consumer, run, retry)
 
     async def _place_on(
-        self,
-        consumer: str,
-        spec: ScheduleRequest,
-        run: RequestRun,
-        context: SchedulingContext,
-        report: InstanceExplanation,
+        self, consumer: str, run: RequestRun, report: InstanceExplanation
     ) -> Choice:
-        ranking = self.chooser.rank(run.hosts, context)
+        ranking = self.chooser.rank(run.hosts, run.cycle)
         self.chooser.move_on(ranking)
         ranking.explain(report)
         weighed = ranking.best()
-        project_id, user_id = self._owner(spec)
+        project_id, user_id = self._owner(run.cycle.spec)
         claim = await self.claimer.claim(
             consumer, self.chooser.claim_order(weighed), project_id=project_id, user_id=user_id
         )
@@ -315,7 +298,7 @@ class Scheduler:
             claim.reservation,
             weighed,
             run.lost,
-            context,
+            run.cycle,
             report,
         )
 
@@ -326,17 +309,14 @@ class Scheduler:
         self.directory.note_consumer(host.uuid, +1)
 
     async def _place_together(
-        self,
-        spec: ScheduleRequest,
-        run: RequestRun,
-        context: SchedulingContext,
-        explanation: Explanation,
+        self, run: RequestRun, explanation: Explanation
     ) -> tuple[list[Choice], dict[str, ClaimAttempt]]:
         """Decide every instance in memory, then claim for all of them in one POST
         /allocations, which Placement writes all or nothing. When an instance does not
         fit or Placement refuses, nothing was written: no choices (with the refusals),
         and the instances are placed one claim at a time, which copes with both."""
-        trial, reports, chosen = context.trial(), [], []
+        spec = run.cycle.spec
+        trial, reports, chosen = run.cycle.trial(), [], []
         try:
             for consumer in (str(c) for c in spec.consumer_uuids):
                 report = InstanceExplanation(

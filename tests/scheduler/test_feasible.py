@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 
 from scheduler.deciding.choosing import Chooser, UnplaceableError
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.explain import InstanceExplanation
 from scheduler.deciding.feasible import search
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.host_state import HostState
 from scheduler.request.spec import Hints, ServerGroupHint
 from scheduler.settings import SchedulerSettings
-from tests.scheduler.factories import Node, context_naming, decide, hosts_for
+from tests.scheduler.factories import Node, context_naming, cycle_of, decide, hosts_for
 
 REQUEST = {"VCPU": 1, "MEMORY_MB": 1024}
 
@@ -88,7 +87,7 @@ def test_chunked_reports_add_up_to_one_pass_over_every_host() -> None:
     for node in nodes[::3]:
         node.traits = ("COMPUTE_STATUS_DISABLED",)
     hosts = hosts_for(nodes, REQUEST)
-    context = SchedulingContext(availability_zone="az2")
+    context = cycle_of(availability_zone="az2")
     pipeline = Pipeline.from_settings(SchedulerSettings(explain_max_rejections=100))
     passed, whole = pipeline.run_filters(hosts, context)
     # Fewer than 50 hosts pass: chunks of 50 and 10 hosts, from the 18th host round.
@@ -110,7 +109,7 @@ def test_nothing_feasible_means_every_host_was_examined_and_the_stage_is_named()
         decide(
             chooser(feasible_hosts_to_score=10),
             hosts,
-            SchedulingContext(availability_zone="az9"),
+            cycle_of(availability_zone="az9"),
             explained,
         )
     assert refused.value.stage == "filter"

@@ -1,20 +1,5 @@
-"""The flavors file: YAML, a mapping of flavor name to Nova's flavor fields, e.g.::
-
-    m1.small:
-      vcpus: 1
-      memory_mb: 2048
-      root_gb: 20
-    gpu.large:
-      vcpus: 16
-      memory_mb: 65536
-      extra_specs:
-        resources:VGPU: "1"
-        trait:HW_CPU_X86_AVX2: required
-
-Fields: ``vcpus``, ``memory_mb`` (required), ``root_gb``, ``ephemeral_gb``,
-``swap`` (MB) and ``extra_specs`` (``resources[N]:CLASS``, ``trait[N]:NAME``,
-``group_policy``, and whatever the filters read).
-"""
+"""The flavors file: YAML, flavor name -> Nova's flavor fields (format and an example:
+docs/operations.md, "Flavors file"), read by the scheduler and the capacity report."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""A flavor and its extra specs turned into Placement request groups.
-
-The flavor's own fields give VCPU, MEMORY_MB and DISK_GB (root + ephemeral +
-swap, swap rounded up from MB to GB). Extra specs then adjust them:
-``resources[SUFFIX]:CLASS=N`` sets an amount (0 drops a class the flavor
-implied), ``trait[SUFFIX]:NAME=required|forbidden`` adds a trait, and
-``group_policy=none|isolate`` says how suffixed groups share providers.
-Other extra specs are left for filters (``aggregate_extra_specs``).
-"""
+"""A flavor and its extra specs turned into Placement request groups: the flavor's
+fields give VCPU, MEMORY_MB and DISK_GB, which ``resources[N]:CLASS``,
+``trait[N]:NAME`` and ``group_policy`` adjust; other extra specs are the filters'
+(docs/operations.md, "Flavors file")."""
 
 from __future__ import annotations
 

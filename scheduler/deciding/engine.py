@@ -1,28 +1,7 @@
-"""One scheduling decision: candidates -> host states -> per instance: capacity,
-filters, weighers, random pick among the best, claim -> selections.
-
-The candidates come from the ``HostCache``: at most one GET
-/allocation_candidates per request (with one instance's amounts), none while
-a cached answer for the same shape is current (kept so by following the
-change feed, which ``start`` begins; see ``host_cache``). Every instance sees the
-consumption of the ones before it, and of earlier requests (in the shared
-``UsageBook`` and the cycle). A request is all or nothing. The instances of
-a multi-instance request are first decided in memory and claimed together in
-one ``POST /allocations``, which Placement writes whole or not at all; when
-that is refused they are claimed one by one, moving to the next host on a
-refusal, and if one instance cannot be placed the claims made are released.
-Every claim goes through the ``ClaimBatcher``: claims of concurrent requests
-decided while a write is outstanding are written together (see
-``claim_batcher``). Each instance weighs only a sample of the feasible hosts
-(``feasible_hosts_to_score``, see ``feasible``).
-
-A request is never refused on cached state alone: when an instance cannot
-be placed on an answer read before the request began, the candidates are
-read again and that instance is tried once more on the fresh answer.
-
-What plugins need besides the host states, they read in their prepare hooks
-(see ``cycle``) before the candidates are asked for; the query terms they add
-(``member_of``, ``in_tree``) narrow that query.
+"""One scheduling decision: the request's cycle (prepare hooks), candidates from the
+host cache, then per instance capacity, filters, weighers, a random pick among the
+best, and the claim; all or nothing. How and why: docs/architecture.md, "The
+scheduler" and "The host cache".
 """
 
 from __future__ import annotations

@@ -1,40 +1,7 @@
-"""Host states kept between decisions: one GET /allocation_candidates per request shape.
-
-As in Nova's HostManager or the Kubernetes scheduler's cache, decisions are
-computed in memory from state read earlier. Each distinct candidates query
-(the request's *shape*: amounts, traits, aggregates, tree, limit) keeps the
-host states built from its last answer. Usage is one ``UsageBook`` for every
-shape: a claim made through one shape is seen by the others.
-
-Following the change feed (``following(True)``, see ``change_feed``), the
-cache is kept current by Placement's own account of every write, and an
-answer is read again only when
-
-- a write may have changed which hosts it lists: a provider of the answer
-  was deleted, renamed or re-parented, or its traits or aggregates changed
-  (any such change, for a shape with required traits, aggregates or a
-  tree), or a provider the answer lacks got inventory of a class the shape
-  asks for; usage and the capacity of listed providers are updated in
-  place, without a read;
-- the feed had a gap (``resync``): everything is read again;
-- the caller needs an answer read after a given point (``mark``):
-  a request is only refused (no valid host) on candidates read for it (see
-  ``engine``), which is also how hosts beyond the answer's ``limit`` that
-  gained room are found.
-
-A claim Placement refuses (409) means the figures of that host were behind:
-its providers' inventories and usages are read again. The scheduler's own
-claims count at once and until their feed entry arrives, then once (see
-``host_state``). Without the feed (upstream Placement, or the feed not
-answering) an answer lives ``ttl`` seconds (``host_cache_seconds``) less up
-to a fifth at random, a 409 leaves the host out of every answer read
-before it and has the next decision of that shape read again.
-
-Nothing here decides correctness. Placement's claim (``PUT /allocations``
-with ``consumer_generation: null``) is atomic and refuses whatever no longer
-fits, so a stale cache costs a retry on the next host, never an overcommit.
-Every method runs on the scheduler's event loop and changes the cache
-without awaiting in between, so a decision never sees half an update.
+"""Host states kept between decisions: one GET /allocation_candidates answer per
+request shape and one usage book for every shape, kept current from the change feed
+(on a timer without it). When an answer is read again, and why a stale one costs a
+retry and never an overcommit: docs/architecture.md, "The host cache".
 """
 
 from __future__ import annotations

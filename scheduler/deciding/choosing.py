@@ -69,8 +69,8 @@ class Ranking:
             report.weighed = [w.report() for w in self.weighed[: self.explain_top_hosts]]
 
     def best(self) -> list[WeighedHost]:
-        """The weighed hosts, best first; none is unplaceable, at the stage that emptied
-        the list."""
+        """The weighed hosts, best first; with none, ``UnplaceableError`` naming the stage
+        that emptied the list."""
         if not self.search.with_room:
             raise UnplaceableError("capacity", emptied_by_capacity(self.search.capacity_rejected))
         if not self.search.feasible:

@@ -22,7 +22,7 @@ run: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy placement_api placement_client agent scheduler tests bench
+	$(VENV)/bin/mypy placement_api placement_client agent scheduler flavors tests bench
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) scripts/check_internals.py
 

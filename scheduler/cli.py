@@ -17,13 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from flavors.files import FlavorsFileError
 from placement_client.auth import SETUP_ERRORS, load_adapter
-from scheduler.request.flavors_file import (
-    DEFAULT_FLAVORS_FILE,
-    FLAVORS_FILE_VARIABLE,
-    FlavorsFileError,
-    load_flavor,
-)
+from scheduler.request.flavors_file import DEFAULT_FLAVORS_FILE, FLAVORS_FILE_VARIABLE, load_flavor
 from scheduler.request.spec import ScheduleRequest
 from scheduler.serving.render import render_decision, render_explanation
 from scheduler.serving.service_client import (

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -28,6 +28,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from flavors.aggregates import AggregateConfig
 from placement_client.auth import (
     DEFAULT_API_URL,
     DEFAULT_SECTION,
@@ -68,16 +69,6 @@ DEFAULT_WEIGHERS = [
 DEFAULT_MULTIPLIERS = {"instance_count": 0.0}
 
 CommaList = Annotated[list[str], NoDecode]
-
-
-class AggregateConfig(BaseModel):
-    """What the scheduler knows about one Placement aggregate."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str | None = None
-    availability_zone: str | None = None
-    metadata: dict[str, str] = Field(default_factory=dict)
 
 
 class SchedulerSettings(BaseSettings):

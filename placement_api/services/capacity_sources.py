@@ -1,12 +1,13 @@
 """The operator's files a capacity report reads: aggregate names and zones, flavors.
 
-Both are the scheduler's own formats, parsed by the scheduler's models, so
-one file serves both programs: ``PLACEMENT_CAPACITY_AGGREGATES_FILE`` is a
-YAML file with the scheduler's ``aggregates`` mapping (a scheduler
-configuration file will do: its other keys are ignored), and
-``PLACEMENT_CAPACITY_FLAVORS_FILE`` a scheduler flavors file. They are read
-once, when the API starts (or the command runs): an edit, or a file removed,
-takes effect at the next start, which a bad file stops (docs/capacity.md).
+Both are the scheduler's own formats, parsed by the models both programs
+share (the ``flavors`` package), so one file serves both:
+``PLACEMENT_CAPACITY_AGGREGATES_FILE`` is a YAML file with the scheduler's
+``aggregates`` mapping (a scheduler configuration file will do: its other
+keys are ignored), and ``PLACEMENT_CAPACITY_FLAVORS_FILE`` a scheduler
+flavors file. They are read once, when the API starts (or the command runs):
+an edit, or a file removed, takes effect at the next start, which a bad file
+stops (docs/capacity.md).
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from flavors.aggregates import AggregateConfig
+from flavors.file_errors import validation_reason, yaml_reason
+from flavors.files import FlavorsFileError, load_flavors
+from flavors.flavor import flavor_groups
 from placement_api.domain.candidates.request import RequestGroup
 from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.zones import AggregateInfo, ZoneMap
 from placement_api.domain.filters import TraitFilter
 from placement_api.settings import Settings
-from scheduler.request.file_errors import validation_reason, yaml_reason
-from scheduler.request.flavor import flavor_groups
-from scheduler.request.flavors_file import FlavorsFileError, load_flavors
-from scheduler.settings import AggregateConfig
 
 AGGREGATES_SETTING = "PLACEMENT_CAPACITY_AGGREGATES_FILE"
 FLAVORS_SETTING = "PLACEMENT_CAPACITY_FLAVORS_FILE"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from scheduler.deciding import feasible
-from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.deciding.explain import (
     InstanceExplanation,
     Stage,
@@ -40,6 +40,44 @@ class Choice:
     selection: Selection
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """One ranking of the hosts and what the search behind it examined."""
+
+    search: feasible.Search
+    hosts: int
+    wanted: int  # 0: every host was examined
+    start: int
+    explain_top_hosts: int
+    weighed: list[WeighedHost] = field(default_factory=list)
+    picked_at_random: bool = False
+
+    def explain(self, report: InstanceExplanation) -> None:
+        found = self.search
+        report.hosts_examined = found.examined
+        report.hosts_with_room = found.with_room
+        report.capacity_rejected = found.capacity_rejected
+        report.filters = found.filters
+        if found.examined < self.hosts:
+            report.search_stopped = (
+                f"stopped after {len(found.feasible)} feasible hosts of {self.hosts} "
+                f"({found.examined} examined; feasible_hosts_to_score is {self.wanted})"
+            )
+        if self.picked_at_random:
+            report.picked_at_random = True
+        if found.feasible:
+            report.weighed = [w.report() for w in self.weighed[: self.explain_top_hosts]]
+
+    def best(self) -> list[WeighedHost]:
+        """The weighed hosts, best first; with none, ``UnplaceableError`` naming the stage
+        that emptied the list."""
+        if not self.search.with_room:
+            raise UnplaceableError("capacity", emptied_by_capacity(self.search.capacity_rejected))
+        if not self.search.feasible:
+            raise UnplaceableError("filter", emptied_by_filter(self.search.filters[-1]))
+        return self.weighed
+
+
 class Chooser:
     def __init__(self, settings: SchedulerSettings, pipeline: Pipeline, rng: random.Random) -> None:
         self.settings = settings
@@ -55,11 +93,10 @@ class Chooser:
         # Where the next search for feasible hosts begins (see ``feasible``).
         self._next_start = rng.randrange(1 << 30)
 
-    def rank(
-        self, hosts: Sequence[HostState], context: SchedulingContext, report: InstanceExplanation
-    ) -> list[WeighedHost]:
-        """The hosts with room that every filter passes, best first; the report says why.
-        Only the first ``feasible_hosts_to_score`` hosts found feasible are weighed."""
+    def rank(self, hosts: Sequence[HostState], context: Cycle) -> Ranking:
+        """The hosts with room that every filter passes, best first. Only the first
+        ``feasible_hosts_to_score`` hosts found feasible are weighed. Changes nothing:
+        the caller moves the cursor on (``move_on``) and explains (``Ranking.explain``)."""
         chance = self.settings.strategy == "chance"
         wanted = self.settings.feasible_hosts_to_score
         if len(hosts) <= wanted or chance:
@@ -74,28 +111,19 @@ class Chooser:
             first=context.hosts_to_examine_first(),
             max_rejections=self.settings.explain_max_rejections,
         )
-        if wanted:
-            self._next_start = start + found.examined
-        report.hosts_examined = found.examined
-        report.hosts_with_room = found.with_room
-        report.capacity_rejected = found.capacity_rejected
-        report.filters = found.filters
-        if found.examined < len(hosts):
-            report.search_stopped = (
-                f"stopped after {len(found.feasible)} feasible hosts of {len(hosts)} "
-                f"({found.examined} examined; feasible_hosts_to_score is {wanted})"
-            )
-        if not found.with_room:
-            raise UnplaceableError("capacity", emptied_by_capacity(report.capacity_rejected))
+        ranking = Ranking(found, len(hosts), wanted, start, self.settings.explain_top_hosts)
         if not found.feasible:
-            raise UnplaceableError("filter", emptied_by_filter(report.filters[-1]))
+            return ranking
         feasible_hosts = found.feasible
         if chance:  # no weigher runs: the order is the random pick
             feasible_hosts = self.rng.sample(feasible_hosts, len(feasible_hosts))
-            report.picked_at_random = True
         weighed = self.pipeline.weigh(feasible_hosts, context, best=self._hosts_needed)
-        report.weighed = [w.report() for w in weighed[: self.settings.explain_top_hosts]]
-        return weighed
+        return replace(ranking, weighed=weighed, picked_at_random=chance)
+
+    def move_on(self, ranking: Ranking) -> None:
+        """The next search for feasible hosts begins where this ranking's stopped."""
+        if ranking.wanted:
+            self._next_start = ranking.start + ranking.search.examined
 
     def claim_order(self, weighed: list[WeighedHost]) -> list[HostState]:
         """A random one of the best ``host_subset_size`` first, then by weight."""
@@ -107,22 +135,45 @@ class Chooser:
         self,
         consumer: str,
         hosts: Sequence[HostState],
-        context: SchedulingContext,
+        context: Cycle,
         report: InstanceExplanation,
     ) -> Choice:
         """Rank, take the first host of the claim order and reserve its capacity, without
         claiming it: for claims made together later."""
-        weighed = self.rank(hosts, context, report)
+        ranking = self.rank(hosts, context)
+        self.move_on(ranking)
+        ranking.explain(report)
+        weighed = ranking.best()
         host = self.claim_order(weighed)[0]
         request = host.fitting_request()
         assert request is not None  # ranked hosts all have room
         reservation = host.consume(request)
+        return self.chose(consumer, host, request, reservation, weighed, set(), context, report)
+
+    def chose(
+        self,
+        consumer: str,
+        host: HostState,
+        request: AllocationRequest,
+        reservation: Reservation,
+        weighed: list[WeighedHost],
+        lost: set[str],
+        context: Cycle,
+        report: InstanceExplanation,
+    ) -> Choice:
+        """A host was chosen for ``consumer``: later instances of the request see it,
+        the report names it, and the selection offers the alternates."""
         context.record_placement(host.uuid, host.name)
         report.chosen = next(w.report() for w in weighed if w.host is host)
-        selection = self.selection(consumer, host, request, weighed, set())
-        return Choice(consumer, host, request, reservation, selection)
+        return Choice(
+            consumer,
+            host,
+            request,
+            reservation,
+            self._selection(consumer, host, request, weighed, lost),
+        )
 
-    def selection(
+    def _selection(
         self,
         consumer: str,
         chosen: HostState,

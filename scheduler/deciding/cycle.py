@@ -1,23 +1,28 @@
-"""One request's scheduling cycle, as the Kubernetes framework's PreFilter and CycleState.
-
-Before Placement is asked, every enabled plugin's ``prepare`` hook runs with
-the request's ``Cycle``: it reads what it needs (through ``PlacementFacts``)
-into the cycle's ``CycleState`` under its own typed keys, may narrow the
-candidates query (``QueryTerms``: ``member_of`` / ``in_tree``, as Nova's
-request filters do, so ``limit`` cannot hide a matching host), or refuse the
-request. Each time candidates are read, ``prepare_hosts`` may add per-host
-facts. Verdicts and weights then read the state, so a new plugin needs no
-change to the engine.
+"""One request's scheduling cycle, as the Kubernetes framework's CycleState: the one
+object the plugins see, in their prepare hooks (``cycle``) and in their verdicts and
+weights (``context``). What the hooks read goes in ``state`` under typed keys; the
+query terms they add narrow the candidates query; placements of the request's
+earlier instances are recorded as it goes. See docs/scheduler.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import ChainMap, Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
+
+from scheduler.request.spec import (
+    GroupPolicy,
+    Hints,
+    ImageProperties,
+    ScheduleRequest,
+    ServerGroupHint,
+)
 
 if TYPE_CHECKING:
     from scheduler.placement.facts import PlacementFacts
-    from scheduler.request.spec import ScheduleRequest
     from scheduler.settings import SchedulerSettings
 
 T = TypeVar("T")
@@ -78,7 +83,67 @@ class Cycle:
     facts: PlacementFacts
     state: CycleState = field(default_factory=CycleState)
     terms: QueryTerms = field(default_factory=QueryTerms)
+    # Where the server group's members run, those of this request included.
+    group_hosts: Counter[str] = field(default_factory=Counter)
+    # Every candidate's name, shared with the host cache; names added go in front.
+    host_names: ChainMap[str, str] = field(default_factory=ChainMap)
 
     def refuse(self, reason: str) -> NoReturn:
         """Nothing can satisfy the request: fail it before Placement is asked."""
         raise RequestRefused(reason)
+
+    # What verdicts and weights read of the request, worked out once (they run per host).
+
+    @cached_property
+    def hints(self) -> Hints:
+        return self.spec.hints
+
+    @cached_property
+    def availability_zone(self) -> str | None:
+        return self.spec.availability_zone
+
+    @cached_property
+    def extra_specs(self) -> Mapping[str, str]:
+        return self.spec.extra_specs
+
+    @cached_property
+    def image(self) -> ImageProperties | None:
+        return self.spec.image_properties
+
+    @cached_property
+    def max_instances_per_host(self) -> int:
+        return self.settings.max_instances_per_host
+
+    @property
+    def group(self) -> ServerGroupHint | None:
+        return self.hints.group
+
+    @property
+    def forced(self) -> bool:
+        return self.hints.forces_hosts
+
+    def name_of(self, host: str) -> str:
+        return self.host_names.get(host, host)
+
+    def names_of(self, hosts: Iterable[str]) -> str:
+        return ", ".join(sorted(self.name_of(host) for host in hosts))
+
+    def hosts_to_examine_first(self) -> frozenset[str]:
+        """Hosts a decision weighing only a sample of hosts must not leave out: where a
+        soft-affinity group already runs, since only there does that weigher add weight."""
+        group = self.group
+        if group is None or group.policy != GroupPolicy.SOFT_AFFINITY:
+            return frozenset()
+        return frozenset(host for host, members in self.group_hosts.items() if members > 0)
+
+    def trial(self) -> Cycle:
+        """A copy whose recorded placements do not reach this one."""
+        return replace(
+            self, group_hosts=Counter(self.group_hosts), host_names=self.host_names.new_child()
+        )
+
+    def record_placement(self, host: str, name: str) -> None:
+        """Later instances of the same request see this one."""
+        self.host_names[host] = name
+        if self.group is not None:
+            self.group_hosts[host] += 1

@@ -1,28 +1,7 @@
-"""One scheduling decision: candidates -> host states -> per instance: capacity,
-filters, weighers, random pick among the best, claim -> selections.
-
-The candidates come from the ``HostCache``: at most one GET
-/allocation_candidates per request (with one instance's amounts), none while
-a cached answer for the same shape is current (kept so by following the
-change feed, which ``start`` begins; see ``host_cache``). Every instance sees the
-consumption of the ones before it, and of earlier requests (in the shared
-``UsageBook`` and the context). A request is all or nothing. The instances of
-a multi-instance request are first decided in memory and claimed together in
-one ``POST /allocations``, which Placement writes whole or not at all; when
-that is refused they are claimed one by one, moving to the next host on a
-refusal, and if one instance cannot be placed the claims made are released.
-Every claim goes through the ``ClaimBatcher``: claims of concurrent requests
-decided while a write is outstanding are written together (see
-``claim_batcher``). Each instance weighs only a sample of the feasible hosts
-(``feasible_hosts_to_score``, see ``feasible``).
-
-A request is never refused on cached state alone: when an instance cannot
-be placed on an answer read before the request began, the candidates are
-read again and that instance is tried once more on the fresh answer.
-
-What plugins need besides the host states, they read in their prepare hooks
-(see ``cycle``) before the candidates are asked for; the query terms they add
-(``member_of``, ``in_tree``) narrow that query.
+"""One scheduling decision: the request's cycle (prepare hooks), candidates from the
+host cache, then per instance capacity, filters, weighers, a random pick among the
+best, and the claim; all or nothing. How and why: docs/architecture.md, "The
+scheduler" and "The host cache".
 """
 
 from __future__ import annotations
@@ -38,8 +17,7 @@ from placement_client import PlacementError
 from scheduler.claiming.claim import Claimer, ReleaseResult, attempt
 from scheduler.claiming.claim_batcher import ClaimBatcher
 from scheduler.deciding.choosing import Choice, Chooser, UnplaceableError
-from scheduler.deciding.context import SchedulingContext
-from scheduler.deciding.cycle import Cycle, CycleState, RequestRefused
+from scheduler.deciding.cycle import Cycle, RequestRefused
 from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
 from scheduler.deciding.explain import (
     ClaimAttempt,
@@ -57,7 +35,8 @@ from scheduler.placement.client import NewClaim, SchedulerPlacement
 from scheduler.placement.diagnose import diagnose
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.facts import PlacementFacts
-from scheduler.placement.host_cache import CandidateView, Clock, HostCache
+from scheduler.placement.host_cache import CandidateView, Clock, HostCache, ReadMark
+from scheduler.placement.host_state import HostState, Reservation
 from scheduler.placement.query import QueryParams, candidates_query, query_string
 from scheduler.request.spec import ScheduleRequest, resource_request
 from scheduler.serving.results import ScheduleResponse
@@ -125,7 +104,7 @@ class Scheduler:
         instances = len(spec.consumer_uuids)
         try:
             run = await self._start(spec, explanation)
-            context = await self._context(spec, run.view.names, run.cycle.state)
+            await self._know_the_group(run.cycle, run.view.names)
         except UnplaceableError as exc:
             explanation.failure = Failure(stage=exc.stage, reason=exc.reason)
             raise NoValidHostError(explanation, instances) from None
@@ -135,10 +114,10 @@ class Scheduler:
         try:
             refused: dict[str, ClaimAttempt] = {}
             if in_flight:
-                placed, refused = await self._place_together(spec, run, context, explanation)
+                placed, refused = await self._place_together(run, explanation)
             for consumer in consumers[len(placed) :]:
                 in_flight = [consumer]
-                placed.append(await self._place(consumer, spec, run, context, explanation, refused))
+                placed.append(await self._place(consumer, run, explanation, refused))
         except UnplaceableError as exc:
             index = len(placed)
             explanation.failure = Failure(
@@ -168,7 +147,7 @@ class Scheduler:
         return result
 
     async def _start(self, spec: ScheduleRequest, explanation: Explanation) -> RequestRun:
-        started, reads_before = self.host_cache.now(), self.host_cache.reads_started
+        mark = self.host_cache.mark()
         cycle = Cycle(spec, self.settings, self.facts)
         try:
             await self.pipeline.prepare(cycle)
@@ -178,18 +157,20 @@ class Scheduler:
         request = resource_request(spec, terms.in_tree, terms.member_of, terms.not_member_of)
         limit = None if terms.unlimited else self.settings.max_allocation_candidates
         query = candidates_query(request, limit)
-        view = await self._view(query)
-        if not view.hosts and view.read <= reads_before:
-            view = await self._view(query, read_after=reads_before)  # nothing cached: ask again
+        view = await self._view(query, mark)
+        if not view.hosts and not view.fresh:
+            view = await self._view(query, mark, fresh=True)  # nothing cached: ask again
         forced = ", ".join(spec.hints.force_hosts + spec.hints.force_nodes)
-        run = RequestRun(query, request, started, reads_before, view, view.hosts, cycle, forced)
+        run = RequestRun(query, request, mark, view, view.hosts, cycle, forced)
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, cycle)
         return run
 
-    async def _view(self, query: QueryParams, read_after: int | None = None) -> CandidateView:
+    async def _view(
+        self, query: QueryParams, mark: ReadMark, *, fresh: bool = False
+    ) -> CandidateView:
         try:
-            return await self.host_cache.view(query, read_after=read_after)
+            return await self.host_cache.view(query, since=mark, fresh=fresh)
         except PlacementError as exc:
             if exc.status == 400:
                 raise PlacementRejectedError(exc.detail) from exc
@@ -204,7 +185,7 @@ class Scheduler:
             allocation_requests=view.allocation_requests,
             hosts=view.hosts_found,
             narrowed_by=run.cycle.terms.why,
-            cache_age_seconds=None if run.read_for_it else round(run.started - view.fetched_at, 3),
+            cache_age_seconds=None if view.fresh else round(run.mark.at - view.fetched_at, 3),
         )
         explanation.placement = report
         if run.hosts:
@@ -218,43 +199,32 @@ class Scheduler:
             f"({'; '.join(report.diagnosis)})",
         )
 
-    async def _context(
-        self, spec: ScheduleRequest, names: dict[str, str], state: CycleState
-    ) -> SchedulingContext:
-        hints = spec.hints
-        context = SchedulingContext(
-            hints=hints,
-            availability_zone=spec.availability_zone,
-            extra_specs=spec.extra_specs,
-            image=spec.image_properties,
-            max_instances_per_host=self.settings.max_instances_per_host,
-            host_names=ChainMap({}, names),
-            state=state,
-        )
-        if hints.group is not None:
-            members = self.ledger.members(str(hints.group.uuid))
-            unknown = [str(m) for m in hints.group.members if str(m) not in members]
+    async def _know_the_group(self, cycle: Cycle, names: dict[str, str]) -> None:
+        """The candidates' names, and where the server group's members run (those this
+        scheduler placed, and the caller's, located through Placement)."""
+        cycle.host_names = ChainMap({}, names)
+        group = cycle.hints.group
+        if group is not None:
+            members = self.ledger.members(str(group.uuid))
+            unknown = [str(m) for m in group.members if str(m) not in members]
             for host, consumers in (await self.directory.hosts_of_consumers(unknown)).items():
                 members.update(dict.fromkeys(consumers, host))
-            context.group_hosts = Counter(members.values())
-        await self._name_hosts(context)
-        return context
+            cycle.group_hosts = Counter(members.values())
+        await self._name_hosts(cycle)
 
-    async def _name_hosts(self, context: SchedulingContext) -> None:
+    async def _name_hosts(self, cycle: Cycle) -> None:
         """Hosts named in explanations may lie outside the candidates (a full host)."""
-        unnamed = [host for host in context.group_hosts if host not in context.host_names]
+        unnamed = [host for host in cycle.group_hosts if host not in cycle.host_names]
         if unnamed:
             records = await self.directory.providers()
             for host in unnamed:
                 if host in records:
-                    context.host_names[host] = records[host].name
+                    cycle.host_names[host] = records[host].name
 
     async def _place(
         self,
         consumer: str,
-        spec: ScheduleRequest,
         run: RequestRun,
-        context: SchedulingContext,
         explanation: Explanation,
         refused: dict[str, ClaimAttempt],
     ) -> Choice:
@@ -263,32 +233,30 @@ class Scheduler:
             report.claims.append(refused[consumer])
         explanation.instances.append(report)
         try:
-            return await self._place_on(consumer, spec, run, context, report)
+            return await self._place_on(consumer, run, report)
         except UnplaceableError:
-            if run.read_for_it:
+            if run.view.fresh:
                 raise
         # Refused on a cached answer: read the candidates again and try once more.
-        run.view = await self._view(run.query, read_after=run.reads_before)
+        run.view = await self._view(run.query, run.mark, fresh=True)
         run.hosts = run.view.hosts
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, run.cycle)
-        context.host_names.maps.append(run.view.names)
+        run.cycle.host_names.maps.append(run.view.names)
         retry = InstanceExplanation(
             consumer_uuid=consumer, hosts_considered=len(run.hosts), claims=report.claims
         )
         explanation.instances[-1] = retry
-        return await self._place_on(consumer, spec, run, context, retry)
+        return await self._place_on(consumer, run, retry)
 
     async def _place_on(
-        self,
-        consumer: str,
-        spec: ScheduleRequest,
-        run: RequestRun,
-        context: SchedulingContext,
-        report: InstanceExplanation,
+        self, consumer: str, run: RequestRun, report: InstanceExplanation
     ) -> Choice:
-        weighed = self.chooser.rank(run.hosts, context, report)
-        project_id, user_id = self._owner(spec)
+        ranking = self.chooser.rank(run.hosts, run.cycle)
+        self.chooser.move_on(ranking)
+        ranking.explain(report)
+        weighed = ranking.best()
+        project_id, user_id = self._owner(run.cycle.spec)
         claim = await self.claimer.claim(
             consumer, self.chooser.claim_order(weighed), project_id=project_id, user_id=user_id
         )
@@ -296,31 +264,38 @@ class Scheduler:
         if claim.lost:
             run.lost.update(claim.lost)
             run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
-        if claim.reservation is not None:
-            self.host_cache.claimed(consumer, claim.reservation)
+        if claim.host is not None and claim.request is not None and claim.reservation is not None:
+            self._claimed(consumer, claim.host, claim.reservation)
         for host in claim.stale:
             await self.host_cache.lost(host)
         if claim.host is None or claim.request is None or claim.reservation is None:
             raise UnplaceableError("claim", claim.why_unclaimed())
-        chosen = claim.host
-        context.record_placement(chosen.uuid, chosen.name)
-        self.directory.note_consumer(chosen.uuid, +1)
-        report.chosen = next(w.report() for w in weighed if w.host is chosen)
-        selection = self.chooser.selection(consumer, chosen, claim.request, weighed, run.lost)
-        return Choice(consumer, chosen, claim.request, claim.reservation, selection)
+        return self.chooser.chose(
+            consumer,
+            claim.host,
+            claim.request,
+            claim.reservation,
+            weighed,
+            run.lost,
+            run.cycle,
+            report,
+        )
+
+    def _claimed(self, consumer: str, host: HostState, reservation: Reservation) -> None:
+        """Placement wrote ``consumer``'s claim on ``host``: the cache holds its usage
+        until the feed reports it, and the host counts one more consumer."""
+        self.host_cache.claimed(consumer, reservation)
+        self.directory.note_consumer(host.uuid, +1)
 
     async def _place_together(
-        self,
-        spec: ScheduleRequest,
-        run: RequestRun,
-        context: SchedulingContext,
-        explanation: Explanation,
+        self, run: RequestRun, explanation: Explanation
     ) -> tuple[list[Choice], dict[str, ClaimAttempt]]:
         """Decide every instance in memory, then claim for all of them in one POST
         /allocations, which Placement writes all or nothing. When an instance does not
         fit or Placement refuses, nothing was written: no choices (with the refusals),
         and the instances are placed one claim at a time, which copes with both."""
-        trial, reports, chosen = context.trial(), [], []
+        spec = run.cycle.spec
+        trial, reports, chosen = run.cycle.trial(), [], []
         try:
             for consumer in (str(c) for c in spec.consumer_uuids):
                 report = InstanceExplanation(
@@ -345,9 +320,8 @@ class Scheduler:
             refusal = replace(outcome, detail=why)
             return [], {c.consumer: attempt(c.host, refusal) for c in chosen}
         for choice, report in zip(chosen, reports, strict=True):
-            self.host_cache.claimed(choice.consumer, choice.reservation)
+            self._claimed(choice.consumer, choice.host, choice.reservation)
             report.claims.append(attempt(choice.host, outcome))
-            self.directory.note_consumer(choice.host.uuid, +1)
         explanation.instances.extend(reports)
         return chosen, {}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.deciding.explain import FilterReport, RejectedHost
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.host_state import HostState
@@ -40,7 +40,7 @@ class Search:
 def search(
     pipeline: Pipeline,
     hosts: Sequence[HostState],
-    context: SchedulingContext,
+    context: Cycle,
     *,
     wanted: int,
     start: int,

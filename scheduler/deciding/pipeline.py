@@ -17,7 +17,6 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle
 from scheduler.deciding.explain import (
     FilterReport,
@@ -144,7 +143,7 @@ class Pipeline:
             await plugin.prepare_hosts(hosts, cycle)
 
     def run_filters(
-        self, hosts: list[HostState], context: SchedulingContext
+        self, hosts: list[HostState], context: Cycle
     ) -> tuple[list[HostState], list[FilterReport]]:
         """The hosts every filter passes, and one report per filter that ran."""
         reports = []
@@ -166,7 +165,7 @@ class Pipeline:
         return hosts, reports
 
     def _apply(
-        self, host_filter: HostFilter, hosts: list[HostState], context: SchedulingContext
+        self, host_filter: HostFilter, hosts: list[HostState], context: Cycle
     ) -> tuple[list[HostState], FilterReport]:
         if not host_filter.applies(context):
             everyone = len(hosts)
@@ -195,7 +194,7 @@ class Pipeline:
         return passed, report
 
     def weigh(
-        self, hosts: list[HostState], context: SchedulingContext, best: int | None = None
+        self, hosts: list[HostState], context: Cycle, best: int | None = None
     ) -> list[WeighedHost]:
         """The hosts, best first (ties keep Placement's order); only the ``best`` first
         when given."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scheduler.deciding.cycle import Cycle
-from scheduler.placement.host_cache import CandidateView
+from scheduler.placement.host_cache import CandidateView, ReadMark
 from scheduler.placement.host_state import HostState
 from scheduler.placement.query import QueryParams
 from scheduler.request.spec import ResourceRequest
@@ -19,14 +19,9 @@ class RequestRun:
 
     query: QueryParams
     request: ResourceRequest
-    started: float
-    reads_before: int  # the cache's reads started before the request began
+    mark: ReadMark  # where the request began: answers read after it were read for it
     view: CandidateView
     hosts: Sequence[HostState]
     cycle: Cycle
     forced: str = ""
     lost: set[str] = field(default_factory=set)
-
-    @property
-    def read_for_it(self) -> bool:
-        return self.view.read > self.reads_before

@@ -9,10 +9,11 @@ a few more requests and successful scheduling none.
 
 from __future__ import annotations
 
+from flavors.request_group import RequestGroup
 from placement_client import PlacementError
 from scheduler.placement.client import SchedulerPlacement
 from scheduler.placement.query import QueryParams, not_member_of_param, resources_param
-from scheduler.request.spec import RequestGroup, ResourceRequest
+from scheduler.request.spec import ResourceRequest
 
 
 async def diagnose(client: SchedulerPlacement, request: ResourceRequest) -> list[str]:

@@ -24,10 +24,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar
 
+from flavors.aggregates import AggregateConfig
 from scheduler.placement.client import ProviderRecord, SchedulerPlacement
 from scheduler.placement.feed_effects import Effects
 from scheduler.placement.host_state import HostMetadata
-from scheduler.settings import AggregateConfig
 
 T = TypeVar("T")
 Clock = Callable[[], float]

@@ -1,40 +1,7 @@
-"""Host states kept between decisions: one GET /allocation_candidates per request shape.
-
-As in Nova's HostManager or the Kubernetes scheduler's cache, decisions are
-computed in memory from state read earlier. Each distinct candidates query
-(the request's *shape*: amounts, traits, aggregates, tree, limit) keeps the
-host states built from its last answer. Usage is one ``UsageBook`` for every
-shape: a claim made through one shape is seen by the others.
-
-Following the change feed (``following(True)``, see ``change_feed``), the
-cache is kept current by Placement's own account of every write, and an
-answer is read again only when
-
-- a write may have changed which hosts it lists: a provider of the answer
-  was deleted, renamed or re-parented, or its traits or aggregates changed
-  (any such change, for a shape with required traits, aggregates or a
-  tree), or a provider the answer lacks got inventory of a class the shape
-  asks for; usage and the capacity of listed providers are updated in
-  place, without a read;
-- the feed had a gap (``resync``): everything is read again;
-- the caller needs an answer read after a given point (``reads_started``):
-  a request is only refused (no valid host) on candidates read for it (see
-  ``engine``), which is also how hosts beyond the answer's ``limit`` that
-  gained room are found.
-
-A claim Placement refuses (409) means the figures of that host were behind:
-its providers' inventories and usages are read again. The scheduler's own
-claims count at once and until their feed entry arrives, then once (see
-``host_state``). Without the feed (upstream Placement, or the feed not
-answering) an answer lives ``ttl`` seconds (``host_cache_seconds``) less up
-to a fifth at random, a 409 leaves the host out of every answer read
-before it and has the next decision of that shape read again.
-
-Nothing here decides correctness. Placement's claim (``PUT /allocations``
-with ``consumer_generation: null``) is atomic and refuses whatever no longer
-fits, so a stale cache costs a retry on the next host, never an overcommit.
-Every method runs on the scheduler's event loop and changes the cache
-without awaiting in between, so a decision never sees half an update.
+"""Host states kept between decisions: one GET /allocation_candidates answer per
+request shape and one usage book for every shape, kept current from the change feed
+(on a timer without it). When an answer is read again, and why a stale one costs a
+retry and never an overcommit: docs/architecture.md, "The host cache".
 """
 
 from __future__ import annotations
@@ -71,15 +38,24 @@ FILTERING = ("required", "member_of", "in_tree")
 
 
 @dataclass(frozen=True)
+class ReadMark:
+    """A point in the cache's life (a request's start): answers read after it are
+    fresh for whoever took it."""
+
+    reads: int  # the reads started before it
+    at: float
+
+
+@dataclass(frozen=True)
 class CandidateView:
     """What one decision starts from: the cached host states (shared: read only)."""
 
     hosts: Sequence[HostState]
     allocation_requests: int
     hosts_found: int
-    read: int  # the number of the read, see ``HostCache.reads_started``
     fetched_at: float
     names: dict[str, str]  # host uuid -> name, for every host of the answer (shared)
+    fresh: bool  # read after the caller's mark, not kept from before it
 
 
 @dataclass
@@ -128,23 +104,24 @@ class HostCache:
         self._awaited: OrderedDict[str, Reservation] = OrderedDict()
         self._echoed: OrderedDict[str, None] = OrderedDict()
 
-    def now(self) -> float:
-        return self._clock()
-
-    @property
-    def reads_started(self) -> int:
-        return self._reads
+    def mark(self) -> ReadMark:
+        return ReadMark(self._reads, self._clock())
 
     @property
     def live(self) -> bool:
         return self._live
 
     async def view(
-        self, query: Sequence[tuple[str, str]], *, read_after: int | None = None
+        self,
+        query: Sequence[tuple[str, str]],
+        *,
+        since: ReadMark | None = None,
+        fresh: bool = False,
     ) -> CandidateView:
         """The hosts for this query; read from Placement unless a usable answer is
-        cached. ``read_after``: only an answer whose read started after that many
-        reads had started will do."""
+        cached. The view says whether it was read after ``since``; with ``fresh``,
+        only such an answer will do."""
+        read_after = since.reads if fresh and since is not None else None
         shape = tuple(query)
         entry = self._entries.get(shape)
         if not self._usable(entry, read_after):
@@ -155,7 +132,7 @@ class HostCache:
                     entry = await self._read(shape)
         assert entry is not None
         self._entries.move_to_end(shape)
-        return self._view_of(entry)
+        return self._view_of(entry, since)
 
     def claimed(self, consumer: str, reservation: Reservation) -> None:
         """Placement wrote the claim: held until its feed entry comes (at once
@@ -288,7 +265,7 @@ class HostCache:
         oldest = min(entry.read for entry in self._entries.values())
         self._lost = {host: reads for host, reads in self._lost.items() if reads >= oldest}
 
-    def _view_of(self, entry: _Entry) -> CandidateView:
+    def _view_of(self, entry: _Entry, since: ReadMark | None) -> CandidateView:
         hosts: Sequence[HostState] = entry.hosts
         if self._lost:
             # Refused during or after this read: the answer may predate the refusal.
@@ -297,9 +274,9 @@ class HostCache:
             hosts=hosts,
             allocation_requests=entry.allocation_requests,
             hosts_found=len(entry.hosts),
-            read=entry.read,
             fetched_at=entry.fetched_at,
             names=entry.names,
+            fresh=since is not None and entry.read > since.reads,
         )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from scheduler.request.spec import RequestGroup, ResourceRequest
+from flavors.request_group import RequestGroup
+from scheduler.request.spec import ResourceRequest
 
 QueryParams = list[tuple[str, str]]
 

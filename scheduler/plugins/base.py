@@ -3,8 +3,8 @@
 Filters and weighers are small stateless classes. The pipeline decides order,
 normalisation, multipliers and the explanation; plugins only judge one host.
 A plugin that needs data besides the host state reads it in its ``prepare``
-hooks into the request's cycle state (see ``deciding.cycle``), and its verdict
-or weight reads it from ``context.state``.
+hooks into the request's cycle (see ``deciding.cycle``), and its verdict or
+weight reads it from ``context.state``: the context is that same cycle.
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState, free_per_host
+
+# The name plugins' verdicts and weights were annotated with, kept for plugins out
+# of this tree: the context they are given is the request's cycle.
+SchedulingContext = Cycle
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,15 +56,15 @@ class HostFilter(Plugin, ABC):
     # Forced hosts skip filters, except the ones that say which hosts are forced or ignored.
     runs_on_forced_hosts: ClassVar[bool] = False
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         """False when the request gives this filter nothing to check, so every host
         would pass: the pipeline then passes them without asking one by one."""
         return True
 
     @abstractmethod
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict: ...
+    def verdict(self, host: HostState, context: Cycle) -> Verdict: ...
 
-    def verdicts(self, hosts: Sequence[HostState], context: SchedulingContext) -> list[Verdict]:
+    def verdicts(self, hosts: Sequence[HostState], context: Cycle) -> list[Verdict]:
         """``verdict`` of every host; a filter may judge them in one pass."""
         return [self.verdict(host, context) for host in hosts]
 
@@ -70,14 +73,14 @@ class HostWeigher(Plugin, ABC):
     # Resource weighers flip sign when the strategy is "pack".
     follows_strategy: ClassVar[bool] = False
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         """False when every host would weigh 0 for this request (nothing is asked)."""
         return True
 
     @abstractmethod
-    def raw_weight(self, host: HostState, context: SchedulingContext) -> float: ...
+    def raw_weight(self, host: HostState, context: Cycle) -> float: ...
 
-    def raw_weights(self, hosts: Sequence[HostState], context: SchedulingContext) -> list[float]:
+    def raw_weights(self, hosts: Sequence[HostState], context: Cycle) -> list[float]:
         """``raw_weight`` of every host; a weigher may work them out in one pass."""
         return [self.raw_weight(host, context) for host in hosts]
 
@@ -88,8 +91,8 @@ class FreeResourceWeigher(HostWeigher):
     resource_class: ClassVar[str]
     follows_strategy = True
 
-    def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
+    def raw_weight(self, host: HostState, context: Cycle) -> float:
         return float(host.free(self.resource_class))
 
-    def raw_weights(self, hosts: Sequence[HostState], context: SchedulingContext) -> list[float]:
+    def raw_weights(self, hosts: Sequence[HostState], context: Cycle) -> list[float]:
         return free_per_host(hosts, self.resource_class)

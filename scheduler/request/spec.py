@@ -17,7 +17,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from scheduler.request.flavor import Flavor, flavor_groups
+from flavors.flavor import Flavor, flavor_groups
+from flavors.request_group import RequestGroup
 
 ResourceClassName = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9_]+$", max_length=255)]
 TraitName = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9_]+$", max_length=255)]
@@ -137,19 +138,6 @@ class ScheduleRequest(StrictModel):
     @property
     def extra_specs(self) -> dict[str, str]:
         return dict(self.flavor.extra_specs) if self.flavor else {}
-
-
-@dataclass(frozen=True)
-class RequestGroup:
-    """One Placement request group; ``suffix`` is "" for the unnumbered one."""
-
-    suffix: str
-    resources: dict[str, int]
-    required: frozenset[str] = frozenset()
-    forbidden: frozenset[str] = frozenset()
-    member_of: tuple[tuple[str, ...], ...] = ()
-    in_tree: str | None = None
-    not_member_of: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,22 @@ through the same code the scheduler runs on a live answer.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.deciding.context import SchedulingContext
+from flavors.flavor import Flavor
+from scheduler.deciding.choosing import Chooser
+from scheduler.deciding.cycle import Cycle
+from scheduler.deciding.explain import InstanceExplanation
+from scheduler.deciding.pipeline import WeighedHost
 from scheduler.placement.client import CandidatesResponse
+from scheduler.placement.directory import ProviderDirectory
+from scheduler.placement.facts import PlacementFacts
 from scheduler.placement.host_state import HostMetadata, HostState, build_hosts
+from scheduler.request.spec import Hints, ImageProperties, ScheduleRequest
+from scheduler.settings import SchedulerSettings
+from tests.scheduler.live import scheduler_placement
 
 NAMESPACE = uuid.UUID("6f1c1c52-3a43-4a57-9b55-2a8f1d0b8e51")
 
@@ -98,7 +108,45 @@ def hosts_for(nodes: list[Node], request: dict[str, int]) -> list[HostState]:
     return build_hosts(response, {node.uuid: node.metadata() for node in nodes})
 
 
-def context_naming(hosts: list[HostState], **fields: Any) -> SchedulingContext:
-    context = SchedulingContext(**fields)
+def cycle_of(
+    *,
+    hints: Hints | None = None,
+    availability_zone: str | None = None,
+    extra_specs: dict[str, str] | None = None,
+    image: ImageProperties | None = None,
+    max_instances_per_host: int = 50,
+    group_hosts: Counter[str] | None = None,
+) -> Cycle:
+    """A request's cycle as verdicts and weights see it, from the parts they read."""
+    spec = ScheduleRequest(
+        resources={"VCPU": 1},
+        hints=hints or Hints(),
+        availability_zone=availability_zone,
+        flavor=Flavor(vcpus=0, memory_mb=0, extra_specs=extra_specs) if extra_specs else None,
+        image_properties=image,
+    )
+    settings = SchedulerSettings(max_instances_per_host=max_instances_per_host)
+    # Verdicts and weights read no Placement: the facts are there for prepare hooks.
+    client = scheduler_placement("http://127.0.0.1:9")
+    facts = PlacementFacts(client, ProviderDirectory(client, {}))
+    return Cycle(spec, settings, facts, group_hosts=group_hosts or Counter())
+
+
+def context_naming(hosts: list[HostState], **fields: Any) -> Cycle:
+    context = cycle_of(**fields)
     context.host_names.update({host.uuid: host.name for host in hosts})
     return context
+
+
+def decide(
+    chooser: Chooser,
+    hosts: list[HostState],
+    context: Cycle,
+    report: InstanceExplanation,
+) -> list[WeighedHost]:
+    """Rank as the engine does for one instance: move the cursor on, explain, and
+    the weighed hosts (``UnplaceableError`` when none)."""
+    ranking = chooser.rank(hosts, context)
+    chooser.move_on(ranking)
+    ranking.explain(report)
+    return ranking.best()

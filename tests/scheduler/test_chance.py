@@ -8,12 +8,11 @@ import uuid
 from collections import Counter
 
 from scheduler.deciding.choosing import Chooser
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.explain import InstanceExplanation
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.host_state import HostState
 from scheduler.settings import SchedulerSettings
-from tests.scheduler.factories import Node, hosts_for
+from tests.scheduler.factories import Node, cycle_of, decide, hosts_for
 
 REQUEST = {"VCPU": 1, "MEMORY_MB": 1024}
 
@@ -38,7 +37,7 @@ def picks(strategy: str, seed: int, decisions: int) -> list[str]:
     for _ in range(decisions):
         candidates = hosts()
         report = InstanceExplanation(consumer_uuid=str(uuid.uuid4()), hosts_considered=4)
-        weighed = chooser.rank(candidates, SchedulingContext(), report)
+        weighed = decide(chooser, candidates, cycle_of(), report)
         assert report.picked_at_random == (strategy == "chance")
         chosen.append(chooser.claim_order(weighed)[0].name)
     return chosen

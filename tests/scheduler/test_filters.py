@@ -5,21 +5,19 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins import FILTERS
 from scheduler.plugins.base import HostFilter
 from scheduler.plugins.filters import different_host, same_host
 from scheduler.request.spec import Hints, ImageProperties, ServerGroupHint
-from tests.scheduler.factories import Node, context_naming, hosts_for
+from tests.scheduler.factories import Node, context_naming, cycle_of, hosts_for
 
 SMALL = {"VCPU": 1, "MEMORY_MB": 512}
 GROUP = uuid.UUID("0b0e3b0c-5a43-4b1e-9d3c-0f3f35d1a001")
 
 
-def verdicts(
-    name: str, hosts: list[HostState], context: SchedulingContext
-) -> dict[str, str | None]:
+def verdicts(name: str, hosts: list[HostState], context: Cycle) -> dict[str, str | None]:
     """host name -> None when it passes, else the rejection reason."""
     host_filter: HostFilter = FILTERS[name]()
     result = {}
@@ -35,7 +33,7 @@ def three_hosts(**overrides: Node) -> list[HostState]:
     return hosts_for(list(nodes.values()), SMALL)
 
 
-def group_context(hosts: list[HostState], policy: str, on: dict[str, int]) -> SchedulingContext:
+def group_context(hosts: list[HostState], policy: str, on: dict[str, int]) -> Cycle:
     by_name = {host.name: host.uuid for host in hosts}
     hint = ServerGroupHint(uuid=GROUP, policy=policy, name="web")
     return context_naming(
@@ -47,7 +45,7 @@ def group_context(hosts: list[HostState], policy: str, on: dict[str, int]) -> Sc
 
 def test_ignore_hosts_removes_named_hosts_case_blind() -> None:
     hosts = three_hosts()
-    context = SchedulingContext(hints=Hints(ignore_hosts=["HOST-2"]))
+    context = cycle_of(hints=Hints(ignore_hosts=["HOST-2"]))
     assert verdicts("ignore_hosts", hosts, context) == {
         "host-1": None,
         "host-2": "ignore_hosts: the request ignores host-2",
@@ -57,35 +55,35 @@ def test_ignore_hosts_removes_named_hosts_case_blind() -> None:
 
 def test_force_hosts_keeps_only_forced_names_and_force_nodes_accepts_uuids() -> None:
     hosts = three_hosts()
-    forced = SchedulingContext(hints=Hints(force_hosts=["host-3"]))
+    forced = cycle_of(hints=Hints(force_hosts=["host-3"]))
     assert verdicts("force_hosts", hosts, forced) == {
         "host-1": "force_hosts: not one of host-3",
         "host-2": "force_hosts: not one of host-3",
         "host-3": None,
     }
-    by_uuid = SchedulingContext(hints=Hints(force_nodes=[hosts[0].uuid]))
+    by_uuid = cycle_of(hints=Hints(force_nodes=[hosts[0].uuid]))
     passed = [n for n, why in verdicts("force_hosts", hosts, by_uuid).items() if why is None]
     assert passed == ["host-1"]
 
 
 def test_force_hosts_passes_everything_when_nothing_is_forced() -> None:
-    assert set(verdicts("force_hosts", three_hosts(), SchedulingContext()).values()) == {None}
+    assert set(verdicts("force_hosts", three_hosts(), cycle_of()).values()) == {None}
 
 
 def test_availability_zone_compares_the_host_zone() -> None:
     hosts = three_hosts(**{"host-2": Node("host-2", availability_zone="az1")})
-    context = SchedulingContext(availability_zone="az1")
+    context = cycle_of(availability_zone="az1")
     assert verdicts("availability_zone", hosts, context) == {
         "host-1": "availability zone: host is in nova, not az1",
         "host-2": None,
         "host-3": "availability zone: host is in nova, not az1",
     }
-    assert set(verdicts("availability_zone", hosts, SchedulingContext()).values()) == {None}
+    assert set(verdicts("availability_zone", hosts, cycle_of()).values()) == {None}
 
 
 def test_compute_enabled_rejects_the_disabled_trait() -> None:
     hosts = three_hosts(**{"host-1": Node("host-1", traits=("COMPUTE_STATUS_DISABLED",))})
-    result = verdicts("compute_enabled", hosts, SchedulingContext())
+    result = verdicts("compute_enabled", hosts, cycle_of())
     assert result["host-1"] == "compute disabled: host has trait COMPUTE_STATUS_DISABLED"
     assert result["host-2"] is None
 
@@ -97,20 +95,20 @@ def test_image_architecture_needs_the_matching_trait_with_aliases() -> None:
             "host-2": Node("host-2", traits=("HW_ARCH_AARCH64", "COMPUTE_ARCH_X86_64")),
         }
     )
-    amd64 = SchedulingContext(image=ImageProperties(hw_architecture="amd64"))
+    amd64 = cycle_of(image=ImageProperties(hw_architecture="amd64"))
     assert verdicts("image_properties", hosts, amd64) == {
         "host-1": None,
         "host-2": "image wants hw_architecture=amd64 (HW_ARCH_X86_64); host has HW_ARCH_AARCH64",
         "host-3": "image wants hw_architecture=amd64 (HW_ARCH_X86_64); host has none",
     }
-    emulated = SchedulingContext(image=ImageProperties(hw_emulation_architecture="x86_64"))
+    emulated = cycle_of(image=ImageProperties(hw_emulation_architecture="x86_64"))
     passed = [n for n, why in verdicts("image_properties", hosts, emulated).items() if not why]
     assert passed == ["host-2"]
 
 
 def test_same_host_keeps_hosts_running_a_named_consumer() -> None:
     hosts = three_hosts()
-    context = SchedulingContext(hints=Hints(same_host=[uuid.uuid4()]))
+    context = cycle_of(hints=Hints(same_host=[uuid.uuid4()]))
     context.state.write(
         same_host.TARGETS, same_host.SameHostTargets(frozenset({hosts[1].uuid}), "host-2")
     )
@@ -122,7 +120,7 @@ def test_same_host_keeps_hosts_running_a_named_consumer() -> None:
 
 
 def test_same_host_rejects_all_when_the_consumers_run_nowhere() -> None:
-    context = SchedulingContext(hints=Hints(same_host=[uuid.uuid4()]))
+    context = cycle_of(hints=Hints(same_host=[uuid.uuid4()]))
     context.state.write(same_host.TARGETS, same_host.SameHostTargets(frozenset(), ""))
     reasons = set(verdicts("same_host", three_hosts(), context).values())
     assert reasons == {"same_host: none of the named consumers has allocations anywhere"}
@@ -131,7 +129,7 @@ def test_same_host_rejects_all_when_the_consumers_run_nowhere() -> None:
 def test_different_host_rejects_hosts_running_a_named_consumer() -> None:
     hosts = three_hosts()
     other = str(uuid.uuid4())
-    context = SchedulingContext(hints=Hints(different_host=[uuid.UUID(other)]))
+    context = cycle_of(hints=Hints(different_host=[uuid.UUID(other)]))
     context.state.write(different_host.TARGETS, {hosts[0].uuid: {other}})
     assert verdicts("different_host", hosts, context) == {
         "host-1": f"different_host: consumer {other} runs here",
@@ -185,7 +183,7 @@ def test_max_instances_per_host_counts_consumers() -> None:
     hosts = three_hosts(
         **{"host-1": Node("host-1", num_instances=3), "host-2": Node("host-2", num_instances=2)}
     )
-    context = SchedulingContext(max_instances_per_host=3)
+    context = cycle_of(max_instances_per_host=3)
     assert verdicts("max_instances_per_host", hosts, context) == {
         "host-1": "max instances: 3 on host, limit is 3",
         "host-2": None,
@@ -203,7 +201,7 @@ def test_aggregate_extra_specs_match_scoped_and_unscoped_keys() -> None:
             ),
         }
     )
-    context = SchedulingContext(
+    context = cycle_of(
         extra_specs={
             "aggregate_instance_extra_specs:storage": "<or> ssd <or> nvme",
             "hw:cpu_policy": "dedicated",
@@ -216,7 +214,7 @@ def test_aggregate_extra_specs_match_scoped_and_unscoped_keys() -> None:
         "host-2": "aggregate metadata: storage=hdd does not match '<or> ssd <or> nvme'",
         "host-3": "aggregate metadata: no storage (flavor wants '<or> ssd <or> nvme')",
     }
-    numeric = SchedulingContext(extra_specs={"gen": "= 4"})
+    numeric = cycle_of(extra_specs={"gen": "= 4"})
     passed = [n for n, why in verdicts("aggregate_extra_specs", hosts, numeric).items() if not why]
     assert passed == ["host-2"]
 

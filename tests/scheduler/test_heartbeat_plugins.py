@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.heartbeats import HeartbeatsAnswer, HeartbeatSnapshot
 from scheduler.placement.host_state import HostState
@@ -16,7 +16,7 @@ from scheduler.plugins.filters import metrics as metrics_filter
 from scheduler.plugins.heartbeats import HEARTBEATS
 from scheduler.plugins.weighers import metrics as metrics_weigher
 from scheduler.settings import SchedulerSettings
-from tests.scheduler.factories import Clock, Node, hosts_for
+from tests.scheduler.factories import Clock, Node, cycle_of, hosts_for
 
 NOW = "2026-11-23T12:00:00Z"
 RATIOS = {"cpu.percent": -1.0, "memory.used": -0.5}
@@ -70,13 +70,13 @@ def snapshot(hosts: list[HostState], clock: Clock) -> HeartbeatSnapshot:
     return HeartbeatSnapshot.of(HeartbeatsAnswer.model_validate(answer), clock)
 
 
-def context_with(heartbeats: HeartbeatSnapshot) -> SchedulingContext:
-    context = SchedulingContext()
+def context_with(heartbeats: HeartbeatSnapshot) -> Cycle:
+    context = cycle_of()
     context.state.write(HEARTBEATS, heartbeats)
     return context
 
 
-def reasons(hosts: list[HostState], context: SchedulingContext) -> dict[str, str]:
+def reasons(hosts: list[HostState], context: Cycle) -> dict[str, str]:
     liveness = FILTERS["liveness"]()
     return {h.name: liveness.verdict(h, context).reason for h in hosts}
 
@@ -120,7 +120,7 @@ def test_the_liveness_report_lists_the_hosts_of_unknown_liveness() -> None:
     ]
 
 
-def weighed(hosts: list[HostState], context: SchedulingContext) -> list[tuple[str, float]]:
+def weighed(hosts: list[HostState], context: Cycle) -> list[tuple[str, float]]:
     context.state.write(metrics_weigher.RATIOS, RATIOS)
     pipeline = Pipeline.from_settings(SchedulerSettings(enabled_weighers=["metrics"]))
     return [(w.host.name, round(w.total, 3)) for w in pipeline.weigh(hosts, context)]

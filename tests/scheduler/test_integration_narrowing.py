@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
+from flavors.aggregates import AggregateConfig
 from scheduler.deciding.errors import NoValidHostError
 from scheduler.request.spec import ScheduleRequest
-from scheduler.settings import AggregateConfig
 from tests.scheduler.conftest import MakeScheduler
 from tests.scheduler.live import Cloud
 

@@ -11,6 +11,7 @@ import uuid
 import httpx
 import pytest
 
+from flavors.aggregates import AggregateConfig
 from placement_client import PlacementError
 from scheduler.claiming.claim import Claimer
 from scheduler.deciding.engine import Scheduler
@@ -18,7 +19,7 @@ from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
 from scheduler.placement.client import CandidatesResponse
 from scheduler.placement.host_state import HostMetadata, build_hosts
 from scheduler.request.spec import ScheduleRequest
-from scheduler.settings import AggregateConfig, SchedulerSettings
+from scheduler.settings import SchedulerSettings
 from tests.scheduler.conftest import MakeScheduler
 from tests.scheduler.live import Cloud, new_uuid, scheduler_placement
 

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.pipeline import FORCED_SKIP, Pipeline, UnknownPluginError, normalise
 from scheduler.request.spec import Hints, ServerGroupHint
 from scheduler.settings import SchedulerSettings
-from tests.scheduler.factories import Node, context_naming, hosts_for
+from tests.scheduler.factories import Node, context_naming, cycle_of, hosts_for
 
 REQUEST = {"VCPU": 1, "MEMORY_MB": 1024}
 
@@ -57,7 +56,7 @@ def test_filter_reports_count_hosts_in_and_out_with_reasons() -> None:
 
 def test_filtering_stops_at_the_filter_that_empties_the_list() -> None:
     hosts = hosts_for(sized_nodes(), REQUEST)
-    context = SchedulingContext(availability_zone="az9")
+    context = cycle_of(availability_zone="az9")
     passed, reports = pipeline().run_filters(hosts, context)
     assert passed == []
     assert reports[-1].name == "availability_zone"
@@ -67,7 +66,7 @@ def test_filtering_stops_at_the_filter_that_empties_the_list() -> None:
 
 def test_rejections_beyond_the_limit_are_counted_not_listed() -> None:
     hosts = hosts_for([Node(f"h{i}") for i in range(10)], REQUEST)
-    context = SchedulingContext(availability_zone="az9")
+    context = cycle_of(availability_zone="az9")
     _, reports = pipeline(explain_max_rejections=3).run_filters(hosts, context)
     assert len(reports[-1].rejected) == 3
     assert reports[-1].rejected_not_listed == 7
@@ -77,7 +76,7 @@ def test_forced_hosts_skip_other_filters_but_not_force_and_ignore() -> None:
     nodes = sized_nodes()
     nodes[1].traits = ("COMPUTE_STATUS_DISABLED",)
     hosts = hosts_for(nodes, REQUEST)
-    context = SchedulingContext(
+    context = cycle_of(
         hints=Hints(force_hosts=["medium", "small"], ignore_hosts=["small"]),
         availability_zone="elsewhere",
     )
@@ -90,7 +89,7 @@ def test_forced_hosts_skip_other_filters_but_not_force_and_ignore() -> None:
 
 def test_spread_prefers_the_host_with_most_free_resources() -> None:
     hosts = hosts_for(sized_nodes(), REQUEST)
-    weighed = pipeline(enabled_weighers=["ram", "cpu"]).weigh(hosts, SchedulingContext())
+    weighed = pipeline(enabled_weighers=["ram", "cpu"]).weigh(hosts, cycle_of())
     assert [w.host.name for w in weighed] == ["large", "medium", "small"]
     best = weighed[0].report()
     assert best.total == pytest.approx(2.0)
@@ -99,7 +98,7 @@ def test_spread_prefers_the_host_with_most_free_resources() -> None:
 
 def test_pack_flips_the_resource_weighers() -> None:
     hosts = hosts_for(sized_nodes(), REQUEST)
-    weighed = pipeline(enabled_weighers=["ram"], strategy="pack").weigh(hosts, SchedulingContext())
+    weighed = pipeline(enabled_weighers=["ram"], strategy="pack").weigh(hosts, cycle_of())
     assert [w.host.name for w in weighed] == ["small", "medium", "large"]
     assert weighed[-1].report().terms[0].multiplier == -1.0
 
@@ -111,7 +110,7 @@ def test_multipliers_scale_each_weigher_and_zero_disables_it() -> None:
         weigher_multipliers={"ram": 2.5, "instance_count": 0},
     )
     assert [w.plugin.name for w in chosen.weighers] == ["ram"]
-    weighed = chosen.weigh(hosts, SchedulingContext())
+    weighed = chosen.weigh(hosts, cycle_of())
     medium = next(w for w in weighed if w.host.name == "medium")
     assert medium.total == pytest.approx(2.5 * (16384 - 8192) / (65536 - 8192))
 
@@ -119,7 +118,7 @@ def test_multipliers_scale_each_weigher_and_zero_disables_it() -> None:
 def test_soft_anti_affinity_outweighs_free_memory_when_multiplied_more() -> None:
     hosts = hosts_for(sized_nodes(), REQUEST)
     group = ServerGroupHint(uuid=uuid.uuid4(), policy="soft-anti-affinity")
-    context = SchedulingContext(hints=Hints(group=group), group_hosts=Counter({hosts[2].uuid: 1}))
+    context = cycle_of(hints=Hints(group=group), group_hosts=Counter({hosts[2].uuid: 1}))
     chosen = pipeline(
         enabled_weighers=["ram", "server_group_soft_anti_affinity"],
         weigher_multipliers={"server_group_soft_anti_affinity": 10},

@@ -7,10 +7,9 @@ from collections import Counter
 
 import pytest
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.plugins import WEIGHERS
 from scheduler.request.spec import Hints, ServerGroupHint
-from tests.scheduler.factories import Node, hosts_for
+from tests.scheduler.factories import Node, cycle_of, hosts_for
 
 REQUEST = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 10}
 
@@ -23,23 +22,23 @@ def test_resource_weighers_return_free_capacity_under_the_ratio(
 ) -> None:
     node = Node("host-1", used={resource_class: 6})
     (host,) = hosts_for([node], REQUEST)
-    raw = WEIGHERS[weigher]().raw_weight(host, SchedulingContext())
+    raw = WEIGHERS[weigher]().raw_weight(host, cycle_of())
     assert raw == node.capacity[resource_class] - 6
     assert WEIGHERS[weigher].follows_strategy
 
 
 def test_resource_weighers_see_what_earlier_instances_consumed() -> None:
     (host,) = hosts_for([Node("host-1")], REQUEST)
-    before = WEIGHERS["ram"]().raw_weight(host, SchedulingContext())
+    before = WEIGHERS["ram"]().raw_weight(host, cycle_of())
     request = host.fitting_request()
     assert request is not None
     host.consume(request)
-    assert WEIGHERS["ram"]().raw_weight(host, SchedulingContext()) == before - 512
+    assert WEIGHERS["ram"]().raw_weight(host, cycle_of()) == before - 512
 
 
 def test_instance_count_weigher_returns_the_count() -> None:
     (host,) = hosts_for([Node("host-1", num_instances=7)], REQUEST)
-    assert WEIGHERS["instance_count"]().raw_weight(host, SchedulingContext()) == 7
+    assert WEIGHERS["instance_count"]().raw_weight(host, cycle_of()) == 7
 
 
 @pytest.mark.parametrize(
@@ -56,5 +55,5 @@ def test_group_weighers_count_members_on_the_host_for_their_policy(
 ) -> None:
     (host,) = hosts_for([Node("host-1")], REQUEST)
     group = ServerGroupHint(uuid=uuid.uuid4(), policy=policy)
-    context = SchedulingContext(hints=Hints(group=group), group_hosts=Counter({host.uuid: 2}))
+    context = cycle_of(hints=Hints(group=group), group_hosts=Counter({host.uuid: 2}))
     assert WEIGHERS[weigher]().raw_weight(host, context) == expected

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from flavors.files import FlavorsFileError
 from placement_api.services.capacity_sources import (
     CapacityFileError,
     flavors_from_file,
     load_zone_map,
 )
-from scheduler.request.flavors_file import FlavorsFileError, load_flavor
+from scheduler.request.flavors_file import load_flavor
 
 RACK = "6f0c3a52-1b7e-4d2a-9c85-3e1f2a4b6d70"
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
@@ -52,10 +51,10 @@ class AggregateExtraSpecsFilter(HostFilter):
             cycle.terms.member_of.append(matching)
             cycle.terms.why.append(f"{key} {requirement!r}: member_of=in:{','.join(matching)}")
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return any(aggregate_requirements(dict(context.extra_specs)))
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         for key, requirement in aggregate_requirements(dict(context.extra_specs)):
             values = host.aggregate_metadata.get(key)
             if not values:

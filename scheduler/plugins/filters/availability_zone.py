@@ -8,7 +8,6 @@ another. The verdict then only confirms what Placement already selected."""
 
 from __future__ import annotations
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
@@ -40,10 +39,10 @@ class AvailabilityZoneFilter(HostFilter):
         terms.member_of.append(inside)
         terms.why.append(f"availability zone {wanted}: member_of=in:{','.join(inside)}")
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return context.availability_zone is not None
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         wanted = context.availability_zone
         if wanted is None or host.availability_zone == wanted:
             return PASS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
 
@@ -14,5 +14,5 @@ class ComputeEnabledFilter(HostFilter):
     name = "compute_enabled"
     description = f"Removes hosts whose root provider has the {DISABLED_TRAIT} trait."
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         return DISABLED if DISABLED_TRAIT in host.traits else PASS

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
@@ -21,10 +20,10 @@ class DifferentHostFilter(HostFilter):
             consumers = (str(c) for c in cycle.spec.hints.different_host)
             cycle.state.write(TARGETS, await cycle.facts.hosts_of_consumers(consumers))
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return bool(context.state.get(TARGETS))
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         here = context.state.read(TARGETS).get(host.uuid)
         if not here:
             return PASS

@@ -8,7 +8,6 @@ several lift ``limit``."""
 
 from __future__ import annotations
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
@@ -36,10 +35,10 @@ class ForceHostsFilter(HostFilter):
         cycle.terms.in_tree = found
         cycle.terms.why.append(f"forced host {target}: in_tree={found}")
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return context.forced
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         hints = context.hints
         name = host.name.casefold()
         hosts = {forced.casefold() for forced in hints.force_hosts}

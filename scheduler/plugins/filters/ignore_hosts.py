@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
 
@@ -12,10 +12,10 @@ class IgnoreHostsFilter(HostFilter):
     description = "Removes the hosts listed in hints.ignore_hosts."
     runs_on_forced_hosts = True
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return bool(context.hints.ignore_hosts)
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         ignored = {name.casefold() for name in context.hints.ignore_hosts}
         if host.name.casefold() in ignored:
             return reject(f"ignore_hosts: the request ignores {host.name}")

@@ -4,7 +4,7 @@ matching ``HW_ARCH_*`` trait (the host's own CPU architecture),
 
 from __future__ import annotations
 
-from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
 
@@ -36,10 +36,10 @@ class ImagePropertiesFilter(HostFilter):
     name = "image_properties"
     description = "Keeps hosts whose architecture traits match the image's properties."
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return context.image is not None
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         if context.image is None:
             return PASS
         for prop, prefix in _PROPERTY_TRAIT_PREFIX.items():

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle
 from scheduler.placement.heartbeats import HeartbeatSnapshot
 from scheduler.placement.host_state import HostState
@@ -27,13 +26,13 @@ class LivenessFilter(HostFilter):
     async def prepare(self, cycle: Cycle) -> None:
         await read_heartbeats(cycle)
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return HEARTBEATS in context.state
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         return self.verdicts([host], context)[0]
 
-    def verdicts(self, hosts: Sequence[HostState], context: SchedulingContext) -> list[Verdict]:
+    def verdicts(self, hosts: Sequence[HostState], context: Cycle) -> list[Verdict]:
         heartbeats = context.state.read(HEARTBEATS)
         if not heartbeats.supported:
             return [UNSUPPORTED] * len(hosts)

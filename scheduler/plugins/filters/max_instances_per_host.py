@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
@@ -20,7 +19,7 @@ class MaxInstancesPerHostFilter(HostFilter):
     async def prepare_hosts(self, hosts: Sequence[HostState], cycle: Cycle) -> None:
         await count_instances(hosts, cycle)
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         count = host.num_instances or 0
         if count < context.max_instances_per_host:
             return PASS

@@ -4,7 +4,6 @@ fresh while the host's agent is up and no older than its heartbeat window."""
 
 from __future__ import annotations
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
@@ -25,10 +24,10 @@ class MetricsFilter(HostFilter):
             await read_heartbeats(cycle)
             cycle.state.write(REQUIRED, dict(settings.metrics_weight_setting))
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return REQUIRED in context.state
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         metrics = context.state.read(HEARTBEATS).fresh_metrics(host.uuid)
         missing = missing_metrics(metrics, context.state.read(REQUIRED))
         if missing:

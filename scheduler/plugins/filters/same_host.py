@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
@@ -33,10 +32,10 @@ class SameHostFilter(HostFilter):
         names = sorted(records[host].name if host in records else host for host in found)
         cycle.state.write(TARGETS, SameHostTargets(frozenset(found), ", ".join(names)))
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return TARGETS in context.state
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         targets = context.state.read(TARGETS)
         if host.uuid in targets.hosts:
             return PASS

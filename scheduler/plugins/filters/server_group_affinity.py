@@ -3,7 +3,7 @@ member goes to a host that already has one."""
 
 from __future__ import annotations
 
-from scheduler.deciding.context import SchedulingContext
+from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
 from scheduler.request.spec import GroupPolicy
@@ -13,11 +13,11 @@ class ServerGroupAffinityFilter(HostFilter):
     name = "server_group_affinity"
     description = "Keeps hosts that already run a member of the request's affinity group."
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         group = context.group
         return group is not None and group.policy == GroupPolicy.AFFINITY
 
-    def verdict(self, host: HostState, context: SchedulingContext) -> Verdict:
+    def verdict(self, host: HostState, context: Cycle) -> Verdict:
         group = context.group
         if group is None or group.policy != GroupPolicy.AFFINITY:
             return PASS

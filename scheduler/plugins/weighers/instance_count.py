@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import HostWeigher
@@ -18,5 +17,5 @@ class InstanceCountWeigher(HostWeigher):
     async def prepare_hosts(self, hosts: Sequence[HostState], cycle: Cycle) -> None:
         await count_instances(hosts, cycle)
 
-    def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
+    def raw_weight(self, host: HostState, context: Cycle) -> float:
         return float(host.num_instances or 0)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.deciding.context import SchedulingContext
 from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import HostWeigher
@@ -27,13 +26,13 @@ class MetricsWeigher(HostWeigher):
             await read_heartbeats(cycle)
             cycle.state.write(RATIOS, dict(cycle.settings.metrics_weight_setting))
 
-    def applies(self, context: SchedulingContext) -> bool:
+    def applies(self, context: Cycle) -> bool:
         return RATIOS in context.state
 
-    def raw_weight(self, host: HostState, context: SchedulingContext) -> float:
+    def raw_weight(self, host: HostState, context: Cycle) -> float:
         return self.raw_weights([host], context)[0]
 
-    def raw_weights(self, hosts: Sequence[HostState], context: SchedulingContext) -> list[float]:
+    def raw_weights(self, hosts: Sequence[HostState], context: Cycle) -> list[float]:
         heartbeats, ratios = context.state.read(HEARTBEATS), context.state.read(RATIOS)
         weights = [metrics_weight(heartbeats.fresh_metrics(h.uuid), ratios) for h in hosts]
         known = [weight for weight in weights if weight is not None]

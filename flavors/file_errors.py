@@ -1,5 +1,5 @@
-"""One-line reasons an operator's YAML file was refused, shared by the scheduler's
-flavors file and the API's capacity files (``placement_api.services.capacity_sources``)."""
+"""One-line reasons an operator's YAML file was refused: the flavors file, and the
+API's aggregates file (``placement_api.services.capacity_sources``)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,17 @@
-"""A flavor and its extra specs turned into Placement request groups.
-
-The flavor's own fields give VCPU, MEMORY_MB and DISK_GB (root + ephemeral +
-swap, swap rounded up from MB to GB). Extra specs then adjust them:
-``resources[SUFFIX]:CLASS=N`` sets an amount (0 drops a class the flavor
-implied), ``trait[SUFFIX]:NAME=required|forbidden`` adds a trait, and
-``group_policy=none|isolate`` says how suffixed groups share providers.
-Other extra specs are left for filters (``aggregate_extra_specs``).
-"""
+"""A flavor and its extra specs turned into Placement request groups: the flavor's
+fields give VCPU, MEMORY_MB and DISK_GB, which ``resources[N]:CLASS``,
+``trait[N]:NAME`` and ``group_policy`` adjust; other extra specs are the filters'
+(docs/operations.md, "Flavors file")."""
 
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-if TYPE_CHECKING:
-    from scheduler.request.spec import RequestGroup
+from flavors.request_group import RequestGroup
 
 _RESOURCE_KEY = re.compile(r"^resources(?P<suffix>[a-zA-Z0-9_-]{1,64})?:(?P<name>[A-Z0-9_]+)$")
 _TRAIT_KEY = re.compile(r"^trait(?P<suffix>[a-zA-Z0-9_-]{1,64})?:(?P<name>[A-Z0-9_]+)$")
@@ -59,8 +52,6 @@ class FlavorGroups:
 
 
 def flavor_groups(flavor: Flavor) -> FlavorGroups:
-    from scheduler.request.spec import RequestGroup
-
     drafts, policy = _parse_specs(flavor.extra_specs)
     base = drafts.pop("", _GroupDraft())
     implied = {

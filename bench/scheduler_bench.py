@@ -46,13 +46,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
 from placement_client import PlacementClient, PlacementError
+from scheduler.answers.results import ScheduleResponse
 from scheduler.deciding.engine import Scheduler
 from scheduler.deciding.errors import NoValidHostError
 from scheduler.placement.client import SchedulerPlacement
 from scheduler.placement.query import candidates_query
 from scheduler.request.spec import ScheduleRequest, resource_request
 from scheduler.serving.collector import tune_collector
-from scheduler.serving.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

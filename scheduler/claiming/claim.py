@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from placement_client import PlacementError
 from placement_client.errors import CONCURRENT_UPDATE
+from scheduler.answers.explain import ClaimAttempt
 from scheduler.claiming.claim_batcher import ClaimBatcher
-from scheduler.deciding.explain import ClaimAttempt
 from scheduler.placement.client import AllocationRequest, ClaimOutcome, NewClaim, SchedulerPlacement
 from scheduler.placement.host_state import HostState, Reservation
 

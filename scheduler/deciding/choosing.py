@@ -9,18 +9,18 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from scheduler.deciding import feasible
-from scheduler.deciding.cycle import Cycle
-from scheduler.deciding.explain import (
+from scheduler.answers.explain import (
     InstanceExplanation,
     Stage,
     emptied_by_capacity,
     emptied_by_filter,
 )
+from scheduler.answers.results import Alternate, ProviderRef, Selection
+from scheduler.deciding import feasible
 from scheduler.deciding.pipeline import Pipeline, WeighedHost
 from scheduler.placement.client import AllocationRequest
 from scheduler.placement.host_state import HostState, Reservation
-from scheduler.serving.results import Alternate, ProviderRef, Selection
+from scheduler.plugins.cycle import Cycle
 from scheduler.settings import SchedulerSettings
 
 

@@ -14,12 +14,7 @@ from collections import ChainMap, Counter
 from dataclasses import replace
 
 from placement_client import PlacementError
-from scheduler.claiming.claim import Claimer, ReleaseResult, attempt
-from scheduler.claiming.claim_batcher import ClaimBatcher
-from scheduler.deciding.choosing import Choice, Chooser, UnplaceableError
-from scheduler.deciding.cycle import Cycle, RequestRefused
-from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
-from scheduler.deciding.explain import (
+from scheduler.answers.explain import (
     ClaimAttempt,
     Explanation,
     Failure,
@@ -27,6 +22,11 @@ from scheduler.deciding.explain import (
     PlacementQuery,
     PlacementReport,
 )
+from scheduler.answers.results import ScheduleResponse
+from scheduler.claiming.claim import Claimer, ReleaseResult, attempt
+from scheduler.claiming.claim_batcher import ClaimBatcher
+from scheduler.deciding.choosing import Choice, Chooser, UnplaceableError
+from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
 from scheduler.deciding.ledger import GroupLedger
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.deciding.request_run import RequestRun
@@ -38,8 +38,8 @@ from scheduler.placement.facts import PlacementFacts
 from scheduler.placement.host_cache import CandidateView, Clock, HostCache, ReadMark
 from scheduler.placement.host_state import HostState, Reservation
 from scheduler.placement.query import QueryParams, candidates_query, query_string
+from scheduler.plugins.cycle import Cycle, RequestRefused
 from scheduler.request.spec import ScheduleRequest, resource_request
-from scheduler.serving.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
 
 LOG = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.deciding.explain import Explanation, no_valid_host_message
+from scheduler.answers.explain import Explanation, no_valid_host_message
 
 
 class NoValidHostError(Exception):

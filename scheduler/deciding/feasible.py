@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scheduler.deciding.cycle import Cycle
-from scheduler.deciding.explain import FilterReport, RejectedHost
+from scheduler.answers.explain import FilterReport, RejectedHost
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.host_state import HostState
+from scheduler.plugins.cycle import Cycle
 
 # Small chunks cost little, but each one runs every filter once more.
 MIN_CHUNK = 16

@@ -17,8 +17,7 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scheduler.deciding.cycle import Cycle
-from scheduler.deciding.explain import (
+from scheduler.answers.explain import (
     FilterReport,
     HostNote,
     HostWeights,
@@ -28,6 +27,7 @@ from scheduler.deciding.explain import (
 from scheduler.placement.host_state import HostState
 from scheduler.plugins import FILTERS, WEIGHERS
 from scheduler.plugins.base import HostFilter, HostWeigher, Plugin
+from scheduler.plugins.cycle import Cycle
 from scheduler.settings import SchedulerSettings
 
 FORCED_SKIP = "hosts are forced (force_hosts/force_nodes): filter not run"

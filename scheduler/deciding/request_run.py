@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_cache import CandidateView, ReadMark
 from scheduler.placement.host_state import HostState
 from scheduler.placement.query import QueryParams
+from scheduler.plugins.cycle import Cycle
 from scheduler.request.spec import ResourceRequest
 
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState, free_per_host
+from scheduler.plugins.cycle import Cycle
 
 # The name plugins' verdicts and weights were annotated with, kept for plugins out
 # of this tree: the context they are given is the request's cycle.

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.heartbeats import HeartbeatSnapshot
+from scheduler.plugins.cycle import Cycle, StateKey
 
 HEARTBEATS = StateKey[HeartbeatSnapshot]("heartbeats")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.host_state import HostState
+from scheduler.plugins.cycle import Cycle, StateKey
 
 COUNTED = StateKey[Sequence[HostState]]("instance_counts.counted")
 

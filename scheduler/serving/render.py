@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from scheduler.deciding.explain import Explanation, InstanceExplanation
-from scheduler.serving.results import ScheduleResponse
+from scheduler.answers.explain import Explanation, InstanceExplanation
+from scheduler.answers.results import ScheduleResponse
 
 
 def _resources(allocations: dict[str, dict[str, int]]) -> str:

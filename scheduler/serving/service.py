@@ -23,15 +23,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from placement_client import PlacementClient, PlacementError
-from scheduler.deciding.engine import Scheduler
-from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
-from scheduler.deciding.explain import InstanceExplanation
-from scheduler.deciding.pipeline import Pipeline
-from scheduler.placement.client import SchedulerPlacement
-from scheduler.plugins import FILTERS, WEIGHERS
-from scheduler.request.spec import ScheduleRequest
-from scheduler.serving.metrics import Metrics
-from scheduler.serving.results import (
+from scheduler.answers.explain import InstanceExplanation
+from scheduler.answers.results import (
     ErrorBody,
     FilterInfo,
     FiltersResponse,
@@ -42,6 +35,13 @@ from scheduler.serving.results import (
     WeigherInfo,
     WeighersResponse,
 )
+from scheduler.deciding.engine import Scheduler
+from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
+from scheduler.deciding.pipeline import Pipeline
+from scheduler.placement.client import SchedulerPlacement
+from scheduler.plugins import FILTERS, WEIGHERS
+from scheduler.request.spec import ScheduleRequest
+from scheduler.serving.metrics import Metrics
 from scheduler.settings import SchedulerSettings, get_settings
 
 NO_VALID_HOST = "scheduler.no_valid_host"

@@ -9,14 +9,14 @@ from typing import Any, Self
 
 import httpx
 
-from scheduler.deciding.explain import Explanation
-from scheduler.request.spec import ScheduleRequest
-from scheduler.serving.results import (
+from scheduler.answers.explain import Explanation
+from scheduler.answers.results import (
     FiltersResponse,
     ReleaseResponse,
     ScheduleResponse,
     WeighersResponse,
 )
+from scheduler.request.spec import ScheduleRequest
 from scheduler.settings import DEFAULT_PORT
 
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"

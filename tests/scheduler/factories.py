@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flavors.flavor import Flavor
+from scheduler.answers.explain import InstanceExplanation
 from scheduler.deciding.choosing import Chooser
-from scheduler.deciding.cycle import Cycle
-from scheduler.deciding.explain import InstanceExplanation
 from scheduler.deciding.pipeline import WeighedHost
 from scheduler.placement.client import CandidatesResponse
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.facts import PlacementFacts
 from scheduler.placement.host_state import HostMetadata, HostState, build_hosts
+from scheduler.plugins.cycle import Cycle
 from scheduler.request.spec import Hints, ImageProperties, ScheduleRequest
 from scheduler.settings import SchedulerSettings
 from tests.scheduler.live import scheduler_placement

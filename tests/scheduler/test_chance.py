@@ -7,8 +7,8 @@ import random
 import uuid
 from collections import Counter
 
+from scheduler.answers.explain import InstanceExplanation
 from scheduler.deciding.choosing import Chooser
-from scheduler.deciding.explain import InstanceExplanation
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.host_state import HostState
 from scheduler.settings import SchedulerSettings

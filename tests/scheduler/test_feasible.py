@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from scheduler.answers.explain import InstanceExplanation
 from scheduler.deciding.choosing import Chooser, UnplaceableError
-from scheduler.deciding.explain import InstanceExplanation
 from scheduler.deciding.feasible import search
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.host_state import HostState

@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins import FILTERS
 from scheduler.plugins.base import HostFilter
+from scheduler.plugins.cycle import Cycle
 from scheduler.plugins.filters import different_host, same_host
 from scheduler.request.spec import Hints, ImageProperties, ServerGroupHint
 from tests.scheduler.factories import Node, context_naming, cycle_of, hosts_for

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.heartbeats import HeartbeatsAnswer, HeartbeatSnapshot
 from scheduler.placement.host_state import HostState
 from scheduler.plugins import FILTERS
+from scheduler.plugins.cycle import Cycle
 from scheduler.plugins.filters import metrics as metrics_filter
 from scheduler.plugins.heartbeats import HEARTBEATS
 from scheduler.plugins.weighers import metrics as metrics_weigher

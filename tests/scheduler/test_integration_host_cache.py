@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from scheduler.answers.results import ScheduleResponse
 from scheduler.deciding.engine import Scheduler
 from scheduler.deciding.errors import NoValidHostError
 from scheduler.placement.client import SchedulerPlacement
 from scheduler.request.spec import ScheduleRequest
-from scheduler.serving.results import ScheduleResponse
 from scheduler.settings import SchedulerSettings
 from tests.scheduler.live import Cloud, new_uuid, scheduler_placement, transport_of
 

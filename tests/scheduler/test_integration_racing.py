@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 
+from scheduler.answers.results import ScheduleResponse
 from scheduler.deciding.engine import Scheduler
 from scheduler.deciding.errors import NoValidHostError
 from scheduler.request.spec import ScheduleRequest
-from scheduler.serving.results import ScheduleResponse
 from tests.scheduler.conftest import MakeScheduler
 from tests.scheduler.live import Cloud
 

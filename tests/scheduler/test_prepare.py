@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from flavors.aggregates import AggregateConfig
-from scheduler.deciding.cycle import Cycle, CycleState, RequestRefused, StateKey
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.facts import PlacementFacts
 from scheduler.placement.query import candidates_query, query_string
+from scheduler.plugins.cycle import Cycle, CycleState, RequestRefused, StateKey
 from scheduler.request.spec import ScheduleRequest, resource_request
 from scheduler.settings import SchedulerSettings
 from tests.scheduler.live import scheduler_placement

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+from scheduler.plugins.cycle import Cycle
 from scheduler.plugins.extra_specs_ops import satisfies
 
 SCOPE = "aggregate_instance_extra_specs"

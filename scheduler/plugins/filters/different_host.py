@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+from scheduler.plugins.cycle import Cycle, StateKey
 
 # host uuid -> the named consumers with allocations there
 TARGETS = StateKey[dict[str, set[str]]]("different_host.targets")

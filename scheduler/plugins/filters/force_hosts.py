@@ -8,9 +8,9 @@ several lift ``limit``."""
 
 from __future__ import annotations
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+from scheduler.plugins.cycle import Cycle
 
 
 class ForceHostsFilter(HostFilter):

@@ -4,9 +4,9 @@ matching ``HW_ARCH_*`` trait (the host's own CPU architecture),
 
 from __future__ import annotations
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+from scheduler.plugins.cycle import Cycle
 
 # Names images use for an architecture, mapped to the canonical one.
 _ALIASES = {

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.placement.heartbeats import HeartbeatSnapshot
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, pass_noting, reject
+from scheduler.plugins.cycle import Cycle
 from scheduler.plugins.heartbeats import HEARTBEATS, read_heartbeats, rfc3339
 
 NO_HEARTBEAT = "liveness unknown: no heartbeat from this host"

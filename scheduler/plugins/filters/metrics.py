@@ -4,9 +4,9 @@ fresh while the host's agent is up and no older than its heartbeat window."""
 
 from __future__ import annotations
 
-from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+from scheduler.plugins.cycle import Cycle, StateKey
 from scheduler.plugins.heartbeats import HEARTBEATS, missing_metrics, read_heartbeats
 
 REQUIRED = StateKey[dict[str, float]]("metrics.required")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import PASS, HostFilter, Verdict, reject
+from scheduler.plugins.cycle import Cycle, StateKey
 
 
 @dataclass(frozen=True)

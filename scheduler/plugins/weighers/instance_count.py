@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import HostWeigher
+from scheduler.plugins.cycle import Cycle
 from scheduler.plugins.instance_counts import count_instances
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.deciding.cycle import Cycle, StateKey
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import HostWeigher
+from scheduler.plugins.cycle import Cycle, StateKey
 from scheduler.plugins.heartbeats import HEARTBEATS, metrics_weight, read_heartbeats
 
 RATIOS = StateKey[dict[str, float]]("metrics.ratios")

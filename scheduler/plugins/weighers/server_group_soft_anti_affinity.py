@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from scheduler.deciding.cycle import Cycle
 from scheduler.placement.host_state import HostState
 from scheduler.plugins.base import HostWeigher
+from scheduler.plugins.cycle import Cycle
 from scheduler.request.spec import GroupPolicy
 
 

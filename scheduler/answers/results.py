@@ -6,7 +6,7 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from scheduler.deciding.explain import Explanation
+from scheduler.answers.explain import Explanation
 from scheduler.placement.client import AllocationRequest, ProviderAllocation
 
 

@@ -1,0 +1,1 @@
+"""What a decision answers: the selections and the explanation, as the wire shows them."""

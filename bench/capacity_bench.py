@@ -38,11 +38,11 @@ import yaml
 
 from placement_api.db.engine import create_engine
 from placement_api.db.session import make_session_factory, unit_of_work
-from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor, resolve_flavors
 from placement_api.domain.capacity_report.report import capacity_reports
 from placement_api.domain.capacity_report.snapshot import read_snapshot
 from placement_api.domain.capacity_report.zones import AggregateInfo, ZoneMap
+from placement_api.serving.gc_policy import collector_paused
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 

@@ -17,6 +17,7 @@ from placement_api.db.session import make_session_factory, unit_of_work
 from placement_api.domain.capacity_report.flavor import Flavor, parse_flavor
 from placement_api.domain.capacity_report.report import capacity_reports
 from placement_api.domain.capacity_report.zones import ZoneMap
+from placement_api.serving.gc_policy import collector_paused
 
 # ``:required=`` and ``:member_of=`` end the resources of a --flavor value.
 _PART = re.compile(r":(?=(?:required|member_of)=)")
@@ -41,6 +42,7 @@ async def run_capacity(
     engine = create_engine(database_url, pool_size=1)
     try:
         async with unit_of_work(make_session_factory(engine), write=False) as session:
-            return await capacity_reports(session, flavors, zones, (by,))
+            with collector_paused():
+                return await capacity_reports(session, flavors, zones, (by,))
     finally:
         await engine.dispose()

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.domain.candidates import lookups
-from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.candidates.combinations import Candidate
 from placement_api.domain.candidates.names import resolve
 from placement_api.domain.candidates.prefetch import Prefetch
@@ -43,13 +42,6 @@ async def _with_mapped(
 
 
 async def find_candidates(
-    session: AsyncSession, request: CandidateRequest, settings: SearchSettings
-) -> CandidatesResult:
-    with collector_paused():
-        return await _find_candidates(session, request, settings)
-
-
-async def _find_candidates(
     session: AsyncSession, request: CandidateRequest, settings: SearchSettings
 ) -> CandidatesResult:
     prelude = await read_prelude(session, request)

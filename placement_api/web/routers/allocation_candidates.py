@@ -9,13 +9,13 @@ from fastapi import APIRouter
 from starlette.responses import JSONResponse, Response
 
 from placement_api.auth.policies import allocation_candidate as policies
-from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.candidates.combinations import Layout
 from placement_api.domain.candidates.request import CandidateRequest, parse_request
 from placement_api.domain.candidates.service import CandidatesResult, find_candidates
 from placement_api.domain.candidates.windows import SearchSettings
 from placement_api.microversion import Version
 from placement_api.observability.metrics import CANDIDATES
+from placement_api.serving.gc_policy import collector_paused
 from placement_api.web.deps import ApiDep, DbDep
 from placement_api.web.fastpath.lean_route import PlacementRoute
 from placement_api.web.rendering import json_response

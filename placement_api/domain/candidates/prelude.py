@@ -41,6 +41,7 @@ from placement_api.db.models import (
     Trait,
 )
 from placement_api.domain.candidates.fetching import IdColumn, fetch_all, in_bound_list
+from placement_api.domain.candidates.names import KnownIds
 from placement_api.domain.candidates.queries import root_id, sharing_ids
 from placement_api.domain.candidates.request import CandidateRequest
 
@@ -68,11 +69,7 @@ class TraitHolders:
 
 @dataclass
 class Prelude:
-    # Ids by name (by uuid for aggregates and trees; a tree is its root's id).
-    classes: dict[str, int] = field(default_factory=dict)
-    traits: dict[str, int] = field(default_factory=dict)
-    aggregates: dict[str, int] = field(default_factory=dict)
-    trees: dict[str, int] = field(default_factory=dict)
+    ids: KnownIds = field(default_factory=KnownIds)
     # The lowest and highest root ids ((0, -1) when there are no providers).
     roots: tuple[int, int] = (0, -1)
     sharing: frozenset[int] = frozenset()
@@ -203,11 +200,12 @@ async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prel
     shape = tuple(bool(values) for values in lists.values())
     parameters = {name: values for name, values in lists.items() if values}
     found = Prelude()
+    ids = found.ids
     by_name = {
-        _CLASS: found.classes,
-        _TRAIT: found.traits,
-        _AGGREGATE: found.aggregates,
-        _TREE: found.trees,
+        _CLASS: ids.classes,
+        _TRAIT: ids.traits,
+        _AGGREGATE: ids.aggregates,
+        _TREE: ids.trees,
     }
     sharing: set[int] = set()
     holders: dict[int, str] = {}

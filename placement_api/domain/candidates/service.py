@@ -45,7 +45,7 @@ async def find_candidates(
     session: AsyncSession, request: CandidateRequest, settings: SearchSettings
 ) -> CandidatesResult:
     prelude = await read_prelude(session, request)
-    resolved = resolve(request, prelude)
+    resolved = resolve(request, prelude.ids)
     if resolved is None:
         return CandidatesResult()
     shape = SummaryScope(

@@ -59,12 +59,12 @@ async def find_candidates(
     prefetch = Prefetch.of(session, shape, prelude.estimated_providers) if ahead else None
     try:
         finder = Finder(session, request, resolved, settings, prelude, prefetch)
-        candidates = await finder.run()
+        candidates, root_of = await finder.run()
         if not candidates:
             return CandidatesResult()
         used = {provider for c in candidates for provider in c.providers()}
         if request.nested_aware:
-            used = {finder.root_of[p] for p in used}
+            used = {root_of[p] for p in used}
         summaries = await load_summaries(
             session, replace(shape, ids=frozenset(used)), prelude.estimated_providers, prefetch
         )

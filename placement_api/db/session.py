@@ -11,7 +11,9 @@ first statement need not discover it, and a write commits on its
 connection (``prepared.commit_on_driver``, the session's ``before_commit``
 listeners first, as ``Session.commit`` runs them) before the session's
 close returns the connection to the pool. A BEGIN or COMMIT that fails or
-is cancelled closes its connection: it is never pooled again.
+is cancelled closes its connection: it is never pooled again. A read on
+PostgreSQL may also hand out a second connection (``second_connection``),
+closed before its own.
 
 SQLite takes one writer at a time. Within a process, writers queue on an
 asyncio lock per engine, in arrival order, without holding a connection
@@ -36,6 +38,7 @@ from sqlalchemy.util import greenlet_spawn
 
 from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
 from placement_api.db.prepared import commit_on_driver, open_on_driver
+from placement_api.db.second_connection import SecondConnection
 from placement_api.observability.metrics import CONNECTION_WAIT_SECONDS
 
 SessionFactory = async_sessionmaker[AsyncSession]
@@ -66,6 +69,7 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         "_factory",
         "_postgresql",
         "_queue",
+        "_second",
         "_session",
         "_write",
     )
@@ -86,6 +90,7 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         # A PostgreSQL read runs outside a transaction: there is nothing to commit.
         self._postgresql = engine.dialect.name == "postgresql"
         self._autocommit = not write and self._postgresql
+        self._second: SecondConnection | None = None
 
     async def __aenter__(self) -> AsyncSession:
         started = time.perf_counter()
@@ -112,6 +117,13 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         CONNECTION_WAIT_SECONDS.observe(time.perf_counter() - started)
         return session
 
+    def second_connection(self) -> SecondConnection | None:
+        """For a read on PostgreSQL, a second connection to read beside this
+        one's (taken only if the pool can spare it); None elsewhere."""
+        if self._second is None and self._autocommit:
+            self._second = SecondConnection(self._factory.kw["bind"])
+        return self._second
+
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
@@ -120,6 +132,8 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
     ) -> None:
         session = self._session
         try:
+            if self._second is not None:
+                await self._second.close()
             if exc_type is None:
                 # Committed and closed in one pass into SQLAlchemy's synchronous
                 # session (``AsyncSession.commit`` and ``close`` are a greenlet each),

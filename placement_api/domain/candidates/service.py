@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from placement_api.db.second_connection import SecondConnection
 from placement_api.domain.candidates import lookups
 from placement_api.domain.candidates.combinations import Candidate
 from placement_api.domain.candidates.names import resolve
@@ -42,8 +43,13 @@ async def _with_mapped(
 
 
 async def find_candidates(
-    session: AsyncSession, request: CandidateRequest, settings: SearchSettings
+    session: AsyncSession,
+    request: CandidateRequest,
+    settings: SearchSettings,
+    second: SecondConnection | None,
 ) -> CandidatesResult:
+    """``second``: the unit of work's second connection, to read summaries
+    ahead on (None: read after the search)."""
     prelude = await read_prelude(session, request)
     resolved = resolve(request, prelude.ids)
     if resolved is None:
@@ -56,7 +62,11 @@ async def find_candidates(
     )
     # Summaries are by tree, read ahead for the trees tried first in order.
     ahead = request.nested_aware and not settings.randomize
-    prefetch = Prefetch.of(session, shape, prelude.estimated_providers) if ahead else None
+    prefetch = (
+        Prefetch(second, shape, prelude.estimated_providers)
+        if ahead and second is not None
+        else None
+    )
     try:
         finder = Finder(session, request, resolved, settings, prelude, prefetch)
         candidates, root_of = await finder.run()

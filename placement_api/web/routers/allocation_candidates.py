@@ -143,8 +143,9 @@ async def list_allocation_candidates(api: ApiDep, db: DbDep) -> Response:
 async def _answer(
     db: DbDep, request: CandidateRequest, settings: SearchSettings, version: Version
 ) -> Response:
-    async with db.read() as session:
-        result = await find_candidates(session, request, settings)
+    unit = db.read()
+    async with unit as session:
+        result = await find_candidates(session, request, settings, unit.second_connection())
     requests = _allocation_requests(result, version)
     CANDIDATES.observe(len(requests))
     body = {

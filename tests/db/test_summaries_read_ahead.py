@@ -26,7 +26,7 @@ from tests.api.test_allocation_candidates import get_ok
 from tests.support.client import PlacementClient
 from tests.support.provider_trees import TreeBuilder
 
-SHAPE = SummaryScope(ids=frozenset(), whole_trees=True)
+SCOPE = SummaryScope(ids=frozenset(), whole_trees=True)
 # Far more providers than these tests make: summaries are probed by id.
 ESTIMATE = 1e9
 POOL_SIZE = 2
@@ -73,7 +73,7 @@ def _pool(engine: AsyncEngine) -> QueuePool:
 def _prefetch(unit: UnitOfWork) -> Prefetch:
     second = unit.second_connection()
     assert second is not None
-    return Prefetch(second, SHAPE, ESTIMATE)
+    return Prefetch(second, SCOPE, ESTIMATE)
 
 
 async def _every_root(session: AsyncSession) -> frozenset[int]:
@@ -87,12 +87,12 @@ async def test_summaries_read_ahead_on_a_second_connection_that_is_given_back(
     unit = unit_of_work(make_session_factory(engine), write=False)
     async with unit as session:
         roots = await _every_root(session)
-        alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
+        alone = await load_summaries(session, replace(SCOPE, ids=roots), ESTIMATE)
         prefetch = _prefetch(unit)
         await prefetch.start(roots)
         assert pool.checkedout() == 2
         try:
-            ahead = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE, prefetch)
+            ahead = await load_summaries(session, replace(SCOPE, ids=roots), ESTIMATE, prefetch)
         finally:
             await prefetch.close()
     assert pool.checkedout() == 0
@@ -110,14 +110,14 @@ async def test_no_second_connection_is_taken_from_a_pool_in_full_use(
         unit = unit_of_work(factory, write=False)
         async with unit as session:
             roots = await _every_root(session)
-            alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
+            alone = await load_summaries(session, replace(SCOPE, ids=roots), ESTIMATE)
             assert pool.checkedout() == POOL_SIZE
             prefetch = _prefetch(unit)
             await prefetch.start(roots)
             assert pool.checkedout() == POOL_SIZE
             try:
                 # Read after the search instead, on the request's own connection.
-                scope = replace(SHAPE, ids=roots)
+                scope = replace(SCOPE, ids=roots)
                 assert await load_summaries(session, scope, ESTIMATE, prefetch) == alone
             finally:
                 await prefetch.close()
@@ -146,7 +146,7 @@ async def test_the_first_trees_a_filter_leaves_are_read_ahead(
             members_of = await session.scalars(select(Aggregate.id))
         prefetch = _prefetch(unit)
         await prefetch.start_first_trees(by, members_of.all(), 2)
-        scope = replace(SHAPE, ids=frozenset(roots))
+        scope = replace(SCOPE, ids=frozenset(roots))
         try:
             await prefetch.settle()
             # The first two trees are read ahead; the third is read after.
@@ -198,7 +198,7 @@ async def test_a_cancelled_request_cancels_its_reads_before_the_connection_goes_
                     await closing
         assert pool.checkedout() == 0
         async with unit_of_work(factory, write=False) as session:
-            alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
+            alone = await load_summaries(session, replace(SCOPE, ids=roots), ESTIMATE)
             assert len(alone.providers) == 6
     finally:
         await admin.close()

@@ -40,8 +40,8 @@ class ResolvedGroup:
     tree_root: int | None
 
     @property
-    def shape(self) -> tuple[object, ...]:
-        """Everything but the suffix: groups of one shape match the same rows."""
+    def criteria(self) -> tuple[object, ...]:
+        """Everything but the suffix: groups of the same criteria match the same rows."""
         return (
             self.granular,
             tuple(sorted(self.amounts.items())),

@@ -35,10 +35,10 @@ class Prefetch:
     connection, summaries are read after the search (docs/architecture.md)."""
 
     def __init__(
-        self, second: SecondConnection, shape: SummaryScope, estimated_providers: float
+        self, second: SecondConnection, scope: SummaryScope, estimated_providers: float
     ) -> None:
         self.second = second
-        self.shape = shape
+        self.scope = scope
         self.estimated_providers = estimated_providers
         # Ids probed, and the rows found; or every provider's rows.
         self.covered: set[int] = set()
@@ -48,11 +48,11 @@ class Prefetch:
         self._reading: asyncio.Future[None] | None = None
 
     def serves(self, scope: SummaryScope) -> bool:
-        return self.shape == replace(scope, ids=self.shape.ids)
+        return self.scope == replace(scope, ids=self.scope.ids)
 
     async def start(self, ids: Collection[int] | None) -> None:
         """Start reading the summaries of ``ids`` (roots or providers, as the
-        shape says) not read yet or, given None, of every provider; return
+        scope says) not read yet or, given None, of every provider; return
         at once. Nothing is read where ``load_summaries`` would read the
         same no slower, part by part."""
         if self._everything:
@@ -71,7 +71,7 @@ class Prefetch:
             await self._launch(self._read_everything(connection))
         else:
             self.covered |= fresh
-            await self._launch(self._probe(connection, replace(self.shape, ids=fresh)))
+            await self._launch(self._probe(connection, replace(self.scope, ids=fresh)))
 
     async def start_first_trees(
         self, by: FilterKind, members_of: Collection[int], most: int
@@ -79,11 +79,11 @@ class Prefetch:
         """Start reading the summaries of the first ``most`` trees, in root
         order, holding a provider that has one of the traits (or is in one
         of the aggregates) ``members_of``; return at once. For whole trees."""
-        assert self.shape.whole_trees
+        assert self.scope.whole_trees
         connection = await self.second.get()
         if connection is None:
             return
-        statement = probe_statement(True, self.shape.class_ids, self.shape.with_traits, by)
+        statement = probe_statement(True, self.scope.class_ids, self.scope.with_traits, by)
         parameters = {"members_of": sorted(members_of), "most": most}
         await self._launch(self._probe_first(connection, statement, parameters))
 
@@ -104,7 +104,7 @@ class Prefetch:
         self.rows += await probe(connection, scope)
 
     async def _read_everything(self, connection: AsyncConnection) -> None:
-        self.tables = await whole_tables(connection, self.shape)
+        self.tables = await whole_tables(connection, self.scope)
 
     async def settle(self) -> None:
         """Wait for the reads under way."""

@@ -6,7 +6,7 @@ providers; the providers holding the unsuffixed group's required traits,
 with their roots; and on PostgreSQL its estimate of the provider count.
 Each row is tagged with what it tells.
 
-The statement is built once per shape (which of the parts a request needs)
+The statement is built once per set of parts a request needs
 and dialect; the names and uuids go as list parameters.
 """
 
@@ -95,8 +95,8 @@ def _named(
     )
 
 
-def _build(shape: tuple[bool, ...], dialect: str) -> _Prelude:
-    classes, traits, aggregates, trees, holders = shape
+def _build(parts_needed: tuple[bool, ...], dialect: str) -> _Prelude:
+    classes, traits, aggregates, trees, holders = parts_needed
     root = ResourceProvider.root_provider_id
     parts: list[_Part] = [
         select(literal(_ROOTS), _no_name(), func.min(root), func.max(root)),
@@ -143,10 +143,10 @@ def _build(shape: tuple[bool, ...], dialect: str) -> _Prelude:
 _STATEMENTS: LRUCache[tuple[object, ...], _Prelude] = LRUCache(64)
 
 
-def _statement(shape: tuple[bool, ...], dialect: str) -> _Prelude:
-    found = _STATEMENTS.get((shape, dialect))
+def _statement(parts_needed: tuple[bool, ...], dialect: str) -> _Prelude:
+    found = _STATEMENTS.get((parts_needed, dialect))
     if found is None:
-        found = _STATEMENTS[(shape, dialect)] = _build(shape, dialect)
+        found = _STATEMENTS[(parts_needed, dialect)] = _build(parts_needed, dialect)
     return found
 
 
@@ -197,7 +197,7 @@ def _lists(request: CandidateRequest) -> dict[str, list[str]]:
 async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prelude:
     lists = _lists(request)
     dialect = session.get_bind().dialect.name
-    shape = tuple(bool(values) for values in lists.values())
+    parts_needed = tuple(bool(values) for values in lists.values())
     parameters = {name: values for name, values in lists.items() if values}
     found = Prelude()
     ids = found.ids
@@ -210,7 +210,7 @@ async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prel
     sharing: set[int] = set()
     holders: dict[int, str] = {}
     for kind, name, first, second in await fetch_all(
-        session, _statement(shape, dialect), parameters
+        session, _statement(parts_needed, dialect), parameters
     ):
         if first is None:
             continue  # the root range of an empty table

@@ -54,7 +54,7 @@ async def find_candidates(
     resolved = resolve(request, prelude.ids)
     if resolved is None:
         return CandidatesResult()
-    shape = SummaryScope(
+    scope = SummaryScope(
         ids=frozenset(),
         whole_trees=request.nested_aware,
         class_ids=None if settings.all_classes else frozenset(resolved.class_names),
@@ -63,7 +63,7 @@ async def find_candidates(
     # Summaries are by tree, read ahead for the trees tried first in order.
     ahead = request.nested_aware and not settings.randomize
     prefetch = (
-        Prefetch(second, shape, prelude.estimated_providers)
+        Prefetch(second, scope, prelude.estimated_providers)
         if ahead and second is not None
         else None
     )
@@ -76,7 +76,7 @@ async def find_candidates(
         if request.nested_aware:
             used = {root_of[p] for p in used}
         summaries = await load_summaries(
-            session, replace(shape, ids=frozenset(used)), prelude.estimated_providers, prefetch
+            session, replace(scope, ids=frozenset(used)), prelude.estimated_providers, prefetch
         )
     finally:
         if prefetch is not None:

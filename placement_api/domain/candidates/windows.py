@@ -181,7 +181,7 @@ class Finder:
         self, group: ResolvedGroup, scope: RowScope, few_filter: FewFilter | None
     ) -> Rows:
         """Rows for a group; groups of the same criteria share one read."""
-        key = (group.shape, scope)
+        key = (group.criteria, scope)
         if key not in self._rows_by_criteria:
             # A group without filters of its own reads every provider, however
             # narrow the other groups are.

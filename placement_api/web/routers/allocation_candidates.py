@@ -44,7 +44,8 @@ class OrjsonResponse(JSONResponse):
 class _Rendered:
     """The parts of candidates that repeat, rendered once.
 
-    A search shares one layout among all candidates of the same shape, and
+    A search shares one layout among all candidates whose slots share
+    providers alike, and
     one amounts dict per provider slot of it, so tens of thousands of
     candidates repeat a few of each: their ``{"resources": ...}`` bodies are
     made once per amounts dict (the encoder takes shared objects). Layouts

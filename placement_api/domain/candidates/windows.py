@@ -1,20 +1,7 @@
-"""The search for one request, window by window (reads rows, runs the search).
-
-With a ``limit`` (or the configured cap) the trees are taken in windows,
-smallest root id first, until enough candidates are found; each window is
-sized from the yield of the ones before. A request for 1,000 candidates among
-10,000 hosts reads the rows of the first thousand or few thousand trees, not
-all of them. When the unsuffixed group requires traits that only a few trees
-hold, the windows are slices of the list of those trees' roots; otherwise
-they are ranges of root ids. Sharing providers serve trees anywhere, so
-their rows are read once, apart. Without a limit, when candidates are to be
-randomised, or when other trait and aggregate filters leave only a few
-providers per candidate wanted (counted first), one read covers everything.
-A request of one unsuffixed group over trees of one provider each (a flat
-cloud) needs no search: each provider with room for it is a candidate.
-The summaries of the trees a window's search will try first are read on a
-second connection while the window's rows are read and the search runs.
-"""
+"""The search for one request, window by window: reads each window's rows,
+runs the search on them, and starts reading summaries ahead. The policy
+(window sizes, when to read at once) is ``windowing``'s; the why is in
+docs/architecture.md, "Allocation candidates"."""
 
 from __future__ import annotations
 

@@ -38,12 +38,12 @@ import yaml
 
 from placement_api.db.engine import create_engine
 from placement_api.db.session import unit_of_work
-from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.flavor import Flavor, resolve_flavors
 from placement_api.domain.capacity_report.report import capacity_reports
 from placement_api.domain.capacity_report.snapshot import read_snapshot
 from placement_api.domain.capacity_report.zones import AggregateInfo, ZoneMap
 from placement_api.domain.changes import recording_session_factory
+from placement_api.serving.gc_policy import collector_paused
 from placement_api.web.capacity_query import parse_flavor
 
 ZONES = ("zone-a", "zone-b", "zone-c")

@@ -135,7 +135,7 @@ def serve(
         if settings.metrics_enabled or settings.metrics_port is not None:
             stack.enter_context(multiprocess_directory())
         if settings.metrics_port is not None:
-            from placement_api.serving.metrics_port import start_metrics_port
+            from placement_api.observability.metrics_port import start_metrics_port
 
             start_metrics_port(settings, settings.metrics_port)
         options = _uvicorn_options(settings, host, port, workers, log_level)

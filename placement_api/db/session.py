@@ -11,7 +11,9 @@ first statement need not discover it, and a write commits on its
 connection (``driver.commit_on_driver``, the session's ``before_commit``
 listeners first, as ``Session.commit`` runs them) before the session's
 close returns the connection to the pool. A BEGIN or COMMIT that fails or
-is cancelled closes its connection: it is never pooled again.
+is cancelled closes its connection: it is never pooled again. A read on
+PostgreSQL may also hand out a second connection (``second_connection``),
+closed before its own.
 
 SQLite takes one writer at a time. Within a process, writers queue on an
 asyncio lock per engine, in arrival order, without holding a connection
@@ -38,6 +40,7 @@ from sqlalchemy.util import greenlet_spawn
 
 from placement_api.db.driver import DIRECT, commit_on_driver, open_on_driver
 from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
+from placement_api.db.second_connection import SecondConnection
 
 SessionFactory = async_sessionmaker[AsyncSession]
 
@@ -91,6 +94,7 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         "_observe_wait",
         "_on_driver",
         "_queue",
+        "_second",
         "_session",
         "_write",
     )
@@ -114,6 +118,7 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         self._autocommit = not write and postgresql
         # Begun and committed on asyncpg directly, unless start-up found it unusable.
         self._on_driver = postgresql and DIRECT.usable
+        self._second: SecondConnection | None = None
 
     async def __aenter__(self) -> AsyncSession:
         started = time.perf_counter()
@@ -141,6 +146,13 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
             self._observe_wait(time.perf_counter() - started)
         return session
 
+    def second_connection(self) -> SecondConnection | None:
+        """For a read on PostgreSQL, a second connection to read beside this
+        one's (taken only if the pool can spare it); None elsewhere."""
+        if self._second is None and self._autocommit:
+            self._second = SecondConnection(self._factory.kw["bind"])
+        return self._second
+
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
@@ -149,6 +161,8 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
     ) -> None:
         session = self._session
         try:
+            if self._second is not None:
+                await self._second.close()
             if exc_type is None:
                 # Committed and closed in one pass into SQLAlchemy's synchronous
                 # session (``AsyncSession.commit`` and ``close`` are a greenlet each),

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain.capacity_report.report import AGGREGATE, ZONE, capacity_reports
 from placement_api.services.capacity_sources import CapacitySources
+from placement_api.serving.gc_policy import collector_paused
 
 LOG = logging.getLogger(__name__)
 PREFIX = "placement_capacity"
@@ -108,10 +109,12 @@ class CapacityGauges:
 
     async def _compute(self, factory: SessionFactory) -> list[Metric]:
         skipped: list[str] = []
+        # As for GET /capacity: the report's objects are many, none in a cycle.
         async with unit_of_work(factory, write=False) as session:
-            reports = await capacity_reports(
-                session, self._sources.flavors, self._sources.zones, (AGGREGATE, ZONE), skipped
-            )
+            with collector_paused():
+                reports = await capacity_reports(
+                    session, self._sources.flavors, self._sources.zones, (AGGREGATE, ZONE), skipped
+                )
         for reason in skipped:
             LOG.warning("capacity gauges leave out flavor %s", reason)
         usage = _usage_families(next(iter(reports.values())))

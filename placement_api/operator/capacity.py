@@ -18,6 +18,7 @@ from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.report import capacity_reports
 from placement_api.domain.capacity_report.zones import ZoneMap
 from placement_api.domain.changes import recording_session_factory
+from placement_api.serving.gc_policy import collector_paused
 from placement_api.web.capacity_query import parse_flavor
 
 # ``:required=`` and ``:member_of=`` end the resources of a --flavor value.
@@ -43,6 +44,7 @@ async def run_capacity(
     engine = create_engine(database_url, pool_size=1)
     try:
         async with unit_of_work(recording_session_factory(engine), write=False) as session:
-            return await capacity_reports(session, flavors, zones, (by,))
+            with collector_paused():
+                return await capacity_reports(session, flavors, zones, (by,))
     finally:
         await engine.dispose()

@@ -23,8 +23,8 @@ from typing import Any
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from placement_api.serving.request_ids import new_request_id
 from placement_api.settings import get_settings
-from placement_api.web.middleware import new_request_id
 
 _PARSER_DETAILS = {
     "content-length": "content-length header must be an integer",

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 import re
-import uuid
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placement_api import errors, microversion
+from placement_api.serving.request_ids import new_request_id
 from placement_api.web.input_checks import check_path_and_query
 from placement_api.web.rendering import error_response
 
@@ -22,10 +22,6 @@ LOG = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "x-openstack-request-id"
 _REQUEST_ID_RE = re.compile(r"^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def new_request_id() -> str:
-    return f"req-{uuid.uuid4()}"
 
 
 class PlacementRequestMiddleware:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from placement_api.domain.candidates import queries, windows
+from placement_api.domain.candidates import queries, windowing
+from placement_api.domain.candidates.windowing import WindowPolicy
 from tests.api.test_allocation_candidates import candidates, get_ok, summary_names
 from tests.support.client import PlacementClient
 from tests.support.provider_trees import TreeBuilder
@@ -32,9 +33,8 @@ async def spread(
     Trait and aggregate filters either never or always count as narrow:
     then trees are taken from the list of those holding the unsuffixed
     group's traits, or all read at once."""
-    monkeypatch.setattr(windows, "MIN_WINDOW", 1)
-    monkeypatch.setattr(windows, "WINDOW_PER_CANDIDATE", 0.5)
-    monkeypatch.setattr(windows, "FULL_READ_PER_CANDIDATE", request.param)
+    policy = WindowPolicy(per_candidate=0.5, min_window=1, few_per_candidate=request.param)
+    monkeypatch.setattr(windowing, "POLICY", policy)
     tree = TreeBuilder(api)
     await tree.provider("ss_low", inventory={"DISK_GB": 100}, traits=SHARES, aggregates=["a"])
     for index in range(5):

@@ -1,6 +1,7 @@
-"""Summaries read ahead on a second connection (PostgreSQL): taken only when
-the pool can give it at once, always given back, and never a reason for a
-request holding a connection to wait for another."""
+"""Summaries read ahead on the unit of work's second connection (PostgreSQL):
+taken only when the pool can give it at once, given back with the unit of
+work's own, and never a reason for a request holding a connection to wait
+for another."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from sqlalchemy.pool import QueuePool
 
 from placement_api.db.engine import create_engine
 from placement_api.db.models import Aggregate, ResourceProvider, Trait
-from placement_api.db.session import unit_of_work
+from placement_api.db.session import UnitOfWork, unit_of_work
 from placement_api.domain.candidates.prefetch import Prefetch
 from placement_api.domain.candidates.summaries import load_summaries
 from placement_api.domain.candidates.summary_rows import FilterKind, SummaryScope
@@ -26,7 +27,7 @@ from tests.api.test_allocation_candidates import get_ok
 from tests.support.client import PlacementClient
 from tests.support.provider_trees import TreeBuilder
 
-SHAPE = SummaryScope(ids=frozenset(), whole_trees=True)
+SCOPE = SummaryScope(ids=frozenset(), whole_trees=True)
 # Far more providers than these tests make: summaries are probed by id.
 ESTIMATE = 1e9
 POOL_SIZE = 2
@@ -70,6 +71,12 @@ def _pool(engine: AsyncEngine) -> QueuePool:
     return pool
 
 
+def _prefetch(unit: UnitOfWork) -> Prefetch:
+    second = unit.second_connection()
+    assert second is not None
+    return Prefetch(second, SCOPE, ESTIMATE)
+
+
 async def _every_root(session: AsyncSession) -> frozenset[int]:
     return frozenset((await session.scalars(select(ResourceProvider.id))).all())
 
@@ -78,18 +85,18 @@ async def test_summaries_read_ahead_on_a_second_connection_that_is_given_back(
     engine: AsyncEngine,
 ) -> None:
     pool = _pool(engine)
-    async with unit_of_work(recording_session_factory(engine), write=False) as session:
+    unit = unit_of_work(recording_session_factory(engine), write=False)
+    async with unit as session:
         roots = await _every_root(session)
-        alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
-        prefetch = Prefetch.of(session, SHAPE, ESTIMATE)
-        assert prefetch is not None
+        alone = await load_summaries(session, replace(SCOPE, ids=roots), ESTIMATE)
+        prefetch = _prefetch(unit)
         await prefetch.start(roots)
         assert pool.checkedout() == 2
         try:
-            ahead = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE, prefetch)
+            ahead = await load_summaries(session, replace(SCOPE, ids=roots), ESTIMATE, prefetch)
         finally:
             await prefetch.close()
-        assert pool.checkedout() == 1
+    assert pool.checkedout() == 0
     assert len(alone.providers) == 6
     assert ahead == alone
 
@@ -101,27 +108,35 @@ async def test_no_second_connection_is_taken_from_a_pool_in_full_use(
     factory = recording_session_factory(engine)
     async with unit_of_work(factory, write=False) as other:
         await _every_root(other)
-        async with unit_of_work(factory, write=False) as session:
+        unit = unit_of_work(factory, write=False)
+        async with unit as session:
             roots = await _every_root(session)
-            alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
+            alone = await load_summaries(session, replace(SCOPE, ids=roots), ESTIMATE)
             assert pool.checkedout() == POOL_SIZE
-            prefetch = Prefetch.of(session, SHAPE, ESTIMATE)
-            assert prefetch is not None
+            prefetch = _prefetch(unit)
             await prefetch.start(roots)
             assert pool.checkedout() == POOL_SIZE
             try:
                 # Read after the search instead, on the request's own connection.
-                scope = replace(SHAPE, ids=roots)
+                scope = replace(SCOPE, ids=roots)
                 assert await load_summaries(session, scope, ESTIMATE, prefetch) == alone
             finally:
                 await prefetch.close()
+
+
+def test_only_a_read_hands_out_a_second_connection(engine: AsyncEngine) -> None:
+    """A write's statements run in a transaction a second connection would not see."""
+    factory = recording_session_factory(engine)
+    assert unit_of_work(factory, write=True).second_connection() is None
+    assert unit_of_work(factory, write=False).second_connection() is not None
 
 
 @pytest.mark.parametrize(("by", "held"), [("trait", [1, 3, 5]), ("aggregate", [0, 2, 4])])
 async def test_the_first_trees_a_filter_leaves_are_read_ahead(
     engine: AsyncEngine, hosts: TreeBuilder, by: FilterKind, held: list[int]
 ) -> None:
-    async with unit_of_work(recording_session_factory(engine), write=False) as session:
+    unit = unit_of_work(recording_session_factory(engine), write=False)
+    async with unit as session:
         ids = dict(
             (await session.execute(select(ResourceProvider.uuid, ResourceProvider.id))).all()
         )
@@ -130,10 +145,9 @@ async def test_the_first_trees_a_filter_leaves_are_read_ahead(
             members_of = await session.scalars(select(Trait.id).where(Trait.name == "CUSTOM_ODD"))
         else:
             members_of = await session.scalars(select(Aggregate.id))
-        prefetch = Prefetch.of(session, SHAPE, ESTIMATE)
-        assert prefetch is not None
+        prefetch = _prefetch(unit)
         await prefetch.start_first_trees(by, members_of.all(), 2)
-        scope = replace(SHAPE, ids=frozenset(roots))
+        scope = replace(SCOPE, ids=frozenset(roots))
         try:
             await prefetch.settle()
             # The first two trees are read ahead; the third is read after.
@@ -171,9 +185,9 @@ async def test_a_cancelled_request_cancels_its_reads_before_the_connection_goes_
     admin = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
         # The request has read nothing yet, so holds no lock to wait for.
-        async with unit_of_work(factory, write=False) as session:
-            prefetch = Prefetch.of(session, SHAPE, ESTIMATE)
-            assert prefetch is not None
+        unit = unit_of_work(factory, write=False)
+        async with unit:
+            prefetch = _prefetch(unit)
             async with admin.transaction():
                 await admin.execute("LOCK TABLE resource_providers IN ACCESS EXCLUSIVE MODE")
                 await prefetch.start(roots)
@@ -183,9 +197,9 @@ async def test_a_cancelled_request_cancels_its_reads_before_the_connection_goes_
                 closing.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await closing
-            assert pool.checkedout() == 1
+        assert pool.checkedout() == 0
         async with unit_of_work(factory, write=False) as session:
-            alone = await load_summaries(session, replace(SHAPE, ids=roots), ESTIMATE)
+            alone = await load_summaries(session, replace(SCOPE, ids=roots), ESTIMATE)
             assert len(alone.providers) == 6
     finally:
         await admin.close()

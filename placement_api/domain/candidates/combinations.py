@@ -3,8 +3,8 @@
 A search takes one ``GroupPlan`` per request group (its slots and, per
 anchor tree, the providers that may fill each) and the ``SearchRules`` to
 check; it finds ``Candidate``s: a provider per slot, turned into
-allocations and mappings by the ``Layout`` that ``Shapes`` works out once
-per shape of combination.
+allocations and mappings by the ``Layout`` that ``Layouts`` works out once
+per pattern of shared providers (which slots share a provider).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ class SearchRules:
 
 
 class Layout(NamedTuple):
-    """How a shape of combination (which slots share a provider) becomes a
-    candidate; shared by every combination of that shape."""
+    """How a combination becomes a candidate; shared by every combination
+    with the same pattern of shared providers (which slots share one)."""
 
     # Per provider allocated: the first slot it fills, and its amounts
     # (class id -> amount) merged over its slots. Read only.
@@ -89,8 +89,8 @@ class Candidate(NamedTuple):
         return (tuple(resources), tuple(mappings))
 
 
-class Shapes:
-    """The layout of each shape of combination, worked out once per shape."""
+class Layouts:
+    """The layout of each pattern of shared providers, worked out once each."""
 
     def __init__(self, slots: Sequence[tuple[str, Amounts]]) -> None:
         """``slots``: per slot, its group's suffix and its amounts."""
@@ -103,15 +103,15 @@ class Shapes:
 
     def candidate(self, chosen: Combination) -> Candidate:
         # Per slot, the first slot with the same provider.
-        shape = tuple(map(chosen.index, chosen))
-        layout = self.built.get(shape)
+        pattern = tuple(map(chosen.index, chosen))
+        layout = self.built.get(pattern)
         if layout is None:
-            layout = self.built[shape] = self._layout(shape)
+            layout = self.built[pattern] = self._layout(pattern)
         return Candidate(chosen, layout)
 
-    def _layout(self, shape: Combination) -> Layout:
+    def _layout(self, pattern: Combination) -> Layout:
         merged: dict[int, tuple[int, dict[int, int]]] = {}
-        for index, (first, amounts) in enumerate(zip(shape, self.amounts, strict=True)):
+        for index, (first, amounts) in enumerate(zip(pattern, self.amounts, strict=True)):
             if not amounts:
                 continue
             if first not in merged:
@@ -120,7 +120,7 @@ class Shapes:
             for class_id, amount in amounts:
                 held[class_id] = held.get(class_id, 0) + amount
         mapped = tuple(
-            (suffix, tuple(dict.fromkeys(shape[i] for i in indexes)))
+            (suffix, tuple(dict.fromkeys(pattern[i] for i in indexes)))
             for suffix, indexes in self.groups
         )
         return Layout(tuple(merged.values()), mapped)

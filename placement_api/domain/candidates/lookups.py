@@ -1,5 +1,5 @@
 """Lookups around the candidate rows: sharing providers and the trees they
-serve, tree-level traits, summed headroom, tree shapes. Each is one bulk
+serve, tree-level traits, summed headroom, parents in trees. Each is one bulk
 statement (or one per batch of ids)."""
 
 from __future__ import annotations

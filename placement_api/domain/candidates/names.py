@@ -1,5 +1,5 @@
-"""Resolve the names a candidate request uses into database ids (read by
-the prelude).
+"""Resolve the names a candidate request uses into the database ids the
+prelude read.
 
 Unknown resource classes and traits are 400s, reported in upstream's order
 (root_required first, then group by group: classes, required, forbidden).
@@ -10,15 +10,20 @@ request unsatisfiable, so the answer is an empty list.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from placement_api import errors
 from placement_api.domain.candidates.request import CandidateRequest, RequestGroup
 
-if TYPE_CHECKING:
-    # The prelude reads the ids; its statements need these types first.
-    from placement_api.domain.candidates.prelude import Prelude
+
+@dataclass
+class KnownIds:
+    """Ids by name (by uuid for aggregates and trees; a tree is its root's id)."""
+
+    classes: dict[str, int] = field(default_factory=dict)
+    traits: dict[str, int] = field(default_factory=dict)
+    aggregates: dict[str, int] = field(default_factory=dict)
+    trees: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -35,8 +40,8 @@ class ResolvedGroup:
     tree_root: int | None
 
     @property
-    def shape(self) -> tuple[object, ...]:
-        """Everything but the suffix: groups of one shape match the same rows."""
+    def criteria(self) -> tuple[object, ...]:
+        """Everything but the suffix: groups of the same criteria match the same rows."""
         return (
             self.granular,
             tuple(sorted(self.amounts.items())),
@@ -103,7 +108,7 @@ def _resolve_group(
     )
 
 
-def resolve(request: CandidateRequest, ids: Prelude) -> ResolvedRequest | None:
+def resolve(request: CandidateRequest, ids: KnownIds) -> ResolvedRequest | None:
     """The request in ids; None when it cannot match anything."""
     classes, traits = ids.classes, ids.traits
     _check_traits(traits, request.root_required)

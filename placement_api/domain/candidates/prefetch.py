@@ -1,5 +1,5 @@
-"""Summaries read ahead, on a second connection, while the search runs
-(``Prefetch``; PostgreSQL only): the rows ``summary_rows`` reads, kept for
+"""Summaries read ahead, on the unit of work's second connection, while the
+search runs (PostgreSQL only): the rows ``summary_rows`` reads, kept for
 ``load_summaries`` to build the summaries from.
 """
 
@@ -12,10 +12,10 @@ from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Row, Select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
-from sqlalchemy.pool import QueuePool
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from placement_api.db.driver import fetch_all
+from placement_api.db.second_connection import SecondConnection
 from placement_api.domain.candidates import summary_rows
 from placement_api.domain.candidates.summary_rows import (
     FilterKind,
@@ -31,51 +31,28 @@ from placement_api.domain.candidates.summary_rows import (
 
 class Prefetch:
     """Summary rows read ahead, on a second connection, while the request's
-    rows are read and its search runs (PostgreSQL only).
-
-    Summaries cover the trees that candidates use, known once the search is
-    done; the trees a search will try first are known before its rows are
-    read. A connection runs one statement at a time, so a second one lets
-    PostgreSQL read their summaries beside the request's own statements
-    (on the machine's other core) and while Python searches. It reads
-    outside any transaction: at READ COMMITTED each of the request's own
-    statements sees a snapshot of its own as well.
-
-    The connection is taken only while the pool can give it at once: a
-    request waiting for a second connection while holding its first could
-    deadlock a busy pool. Without it, summaries are read after the search.
-    """
+    rows are read and its search runs; where the pool cannot spare the
+    connection, summaries are read after the search (docs/architecture.md)."""
 
     def __init__(
-        self, engine: AsyncEngine, shape: SummaryScope, estimated_providers: float
+        self, second: SecondConnection, scope: SummaryScope, estimated_providers: float
     ) -> None:
-        self.engine = engine
-        self.shape = shape
+        self.second = second
+        self.scope = scope
         self.estimated_providers = estimated_providers
         # Ids probed, and the rows found; or every provider's rows.
         self.covered: set[int] = set()
         self.rows: list[Row[*Probed]] = []
         self.tables: Tables | None = None
         self._everything = False
-        self._connection: AsyncConnection | None = None
         self._reading: asyncio.Future[None] | None = None
 
-    @classmethod
-    def of(
-        cls, session: AsyncSession, shape: SummaryScope, estimated_providers: float
-    ) -> Prefetch | None:
-        """A prefetch for the session's engine; None where there is none."""
-        engine = session.bind
-        if not isinstance(engine, AsyncEngine) or engine.dialect.name != "postgresql":
-            return None
-        return cls(engine, shape, estimated_providers)
-
     def serves(self, scope: SummaryScope) -> bool:
-        return self.shape == replace(scope, ids=self.shape.ids)
+        return self.scope == replace(scope, ids=self.scope.ids)
 
     async def start(self, ids: Collection[int] | None) -> None:
         """Start reading the summaries of ``ids`` (roots or providers, as the
-        shape says) not read yet or, given None, of every provider; return
+        scope says) not read yet or, given None, of every provider; return
         at once. Nothing is read where ``load_summaries`` would read the
         same no slower, part by part."""
         if self._everything:
@@ -86,7 +63,7 @@ class Prefetch:
         # Read from its module when called, like ``covers_most`` reads its share.
         if not everything and (not fresh or count >= summary_rows.PROBED_IN_ONE):
             return
-        connection = await self._connect()
+        connection = await self.second.get()
         if connection is None:
             return
         if everything:
@@ -94,7 +71,7 @@ class Prefetch:
             await self._launch(self._read_everything(connection))
         else:
             self.covered |= fresh
-            await self._launch(self._probe(connection, replace(self.shape, ids=fresh)))
+            await self._launch(self._probe(connection, replace(self.scope, ids=fresh)))
 
     async def start_first_trees(
         self, by: FilterKind, members_of: Collection[int], most: int
@@ -102,11 +79,11 @@ class Prefetch:
         """Start reading the summaries of the first ``most`` trees, in root
         order, holding a provider that has one of the traits (or is in one
         of the aggregates) ``members_of``; return at once. For whole trees."""
-        assert self.shape.whole_trees
-        connection = await self._connect()
+        assert self.scope.whole_trees
+        connection = await self.second.get()
         if connection is None:
             return
-        statement = probe_statement(True, self.shape.class_ids, self.shape.with_traits, by)
+        statement = probe_statement(True, self.scope.class_ids, self.scope.with_traits, by)
         parameters = {"members_of": sorted(members_of), "most": most}
         await self._launch(self._probe_first(connection, statement, parameters))
 
@@ -123,22 +100,11 @@ class Prefetch:
         self.rows += rows
         self.covered.update(root for _, _, _, root, _, _ in rows if root is not None)
 
-    async def _connect(self) -> AsyncConnection | None:
-        if self._connection is None:
-            pool = self.engine.sync_engine.pool
-            # Fewer checked out than the pool's size: one is idle or can be
-            # made, without waiting.
-            if not isinstance(pool, QueuePool) or pool.checkedout() >= pool.size():
-                return None
-            connection = await self.engine.connect()
-            self._connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
-        return self._connection
-
     async def _probe(self, connection: AsyncConnection, scope: SummaryScope) -> None:
         self.rows += await probe(connection, scope)
 
     async def _read_everything(self, connection: AsyncConnection) -> None:
-        self.tables = await whole_tables(connection, self.shape)
+        self.tables = await whole_tables(connection, self.scope)
 
     async def settle(self) -> None:
         """Wait for the reads under way."""
@@ -147,16 +113,12 @@ class Prefetch:
             await reading
 
     async def close(self) -> None:
-        """Give the connection back, once reads under way are done (their
-        errors are the request's only if it settled them). A request
-        cancelled meanwhile cancels the read it awaits, and resumes once
-        that read has ended, so no statement runs on a returned connection."""
-        try:
-            with suppress(Exception):
-                await self.settle()
-        finally:
-            if self._connection is not None:
-                await self._connection.close()
+        """Wait for reads under way (their errors are the request's only if it
+        settled them), so none runs once the unit of work closes the
+        connection. A request cancelled meanwhile cancels the read it awaits,
+        and resumes once that read has ended."""
+        with suppress(Exception):
+            await self.settle()
 
 
 async def _after(previous: Awaitable[None] | None, read: Coroutine[Any, Any, None]) -> None:

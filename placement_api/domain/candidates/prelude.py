@@ -6,7 +6,7 @@ providers; the providers holding the unsuffixed group's required traits,
 with their roots; and on PostgreSQL its estimate of the provider count.
 Each row is tagged with what it tells.
 
-The statement is built once per shape (which of the parts a request needs)
+The statement is built once per set of parts a request needs
 and dialect; the names and uuids go as list parameters.
 """
 
@@ -43,6 +43,7 @@ from placement_api.db.models import (
     Trait,
 )
 from placement_api.domain.candidates.fetching import IdColumn
+from placement_api.domain.candidates.names import KnownIds
 from placement_api.domain.candidates.queries import root_id, sharing_ids
 from placement_api.domain.candidates.request import CandidateRequest
 
@@ -70,11 +71,7 @@ class TraitHolders:
 
 @dataclass
 class Prelude:
-    # Ids by name (by uuid for aggregates and trees; a tree is its root's id).
-    classes: dict[str, int] = field(default_factory=dict)
-    traits: dict[str, int] = field(default_factory=dict)
-    aggregates: dict[str, int] = field(default_factory=dict)
-    trees: dict[str, int] = field(default_factory=dict)
+    ids: KnownIds = field(default_factory=KnownIds)
     # The lowest and highest root ids ((0, -1) when there are no providers).
     roots: tuple[int, int] = (0, -1)
     sharing: frozenset[int] = frozenset()
@@ -100,8 +97,8 @@ def _named(
     )
 
 
-def _build(shape: tuple[bool, ...], dialect: str) -> _Prelude:
-    classes, traits, aggregates, trees, holders = shape
+def _build(parts_needed: tuple[bool, ...], dialect: str) -> _Prelude:
+    classes, traits, aggregates, trees, holders = parts_needed
     root = ResourceProvider.root_provider_id
     parts: list[_Part] = [
         select(literal(_ROOTS), _no_name(), func.min(root), func.max(root)),
@@ -150,11 +147,11 @@ def _statements() -> LRUCache[tuple[bool, ...], _Prelude]:
     return LRUCache(64)
 
 
-def _statement(session: AsyncSession, shape: tuple[bool, ...], dialect: str) -> _Prelude:
+def _statement(session: AsyncSession, parts_needed: tuple[bool, ...], dialect: str) -> _Prelude:
     kept = caches_of(session.get_bind().engine).own(_statements)
-    found = kept.get(shape)
+    found = kept.get(parts_needed)
     if found is None:
-        found = kept[shape] = _build(shape, dialect)
+        found = kept[parts_needed] = _build(parts_needed, dialect)
     return found
 
 
@@ -205,19 +202,20 @@ def _lists(request: CandidateRequest) -> dict[str, list[str]]:
 async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prelude:
     lists = _lists(request)
     dialect = session.get_bind().dialect.name
-    shape = tuple(bool(values) for values in lists.values())
+    parts_needed = tuple(bool(values) for values in lists.values())
     parameters = {name: values for name, values in lists.items() if values}
     found = Prelude()
+    ids = found.ids
     by_name = {
-        _CLASS: found.classes,
-        _TRAIT: found.traits,
-        _AGGREGATE: found.aggregates,
-        _TREE: found.trees,
+        _CLASS: ids.classes,
+        _TRAIT: ids.traits,
+        _AGGREGATE: ids.aggregates,
+        _TREE: ids.trees,
     }
     sharing: set[int] = set()
     holders: dict[int, str] = {}
     for kind, name, first, second in await fetch_all(
-        session, _statement(session, shape, dialect), parameters
+        session, _statement(session, parts_needed, dialect), parameters
     ):
         if first is None:
             continue  # the root range of an empty table

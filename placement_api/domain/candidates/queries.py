@@ -356,7 +356,7 @@ async def granular_rows(
 ) -> list[tuple[int, int]]:
     dialect = session.get_bind().dialect.name
     fenced = _fenced(dialect, scope, narrow)
-    key = ("granular", dialect, group.shape, _root_rules_key(request), _scope_key(scope), fenced)
+    key = ("granular", dialect, group.criteria, _root_rules_key(request), _scope_key(scope), fenced)
     statement = _statement(
         session, key, lambda: granular_statement(group, request, scope, fenced, dialect)
     )
@@ -376,7 +376,7 @@ async def unsuffixed_rows(
     key = (
         "unsuffixed",
         dialect,
-        group.shape,
+        group.criteria,
         _root_rules_key(request),
         _scope_key(scope),
         tuple(tree_traits),

@@ -34,8 +34,8 @@ from placement_api.domain.candidates.combinations import (
     Candidate,
     Combination,
     GroupPlan,
+    Layouts,
     SearchRules,
-    Shapes,
 )
 
 
@@ -298,7 +298,7 @@ def search(
     if stop_after is not None and stop_after <= 0:
         return []
     walk = _Walk(plans, rules, shuffle)
-    build = Shapes([(slot.suffix, slot.amounts) for slot in walk.slots]).candidate
+    build = Layouts([(slot.suffix, slot.amounts) for slot in walk.slots]).candidate
     found: list[Candidate] = []
     seen = set() if seen is None else seen
     sharing = rules.sharing

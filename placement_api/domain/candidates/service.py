@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from placement_api.db.second_connection import SecondConnection
 from placement_api.domain.candidates import lookups
-from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.candidates.combinations import Candidate
 from placement_api.domain.candidates.names import resolve
 from placement_api.domain.candidates.prefetch import Prefetch
@@ -43,20 +43,18 @@ async def _with_mapped(
 
 
 async def find_candidates(
-    session: AsyncSession, request: CandidateRequest, settings: SearchSettings
+    session: AsyncSession,
+    request: CandidateRequest,
+    settings: SearchSettings,
+    second: SecondConnection | None,
 ) -> CandidatesResult:
-    with collector_paused():
-        return await _find_candidates(session, request, settings)
-
-
-async def _find_candidates(
-    session: AsyncSession, request: CandidateRequest, settings: SearchSettings
-) -> CandidatesResult:
+    """``second``: the unit of work's second connection, to read summaries
+    ahead on (None: read after the search)."""
     prelude = await read_prelude(session, request)
-    resolved = resolve(request, prelude)
+    resolved = resolve(request, prelude.ids)
     if resolved is None:
         return CandidatesResult()
-    shape = SummaryScope(
+    scope = SummaryScope(
         ids=frozenset(),
         whole_trees=request.nested_aware,
         class_ids=None if settings.all_classes else frozenset(resolved.class_names),
@@ -64,17 +62,21 @@ async def _find_candidates(
     )
     # Summaries are by tree, read ahead for the trees tried first in order.
     ahead = request.nested_aware and not settings.randomize
-    prefetch = Prefetch.of(session, shape, prelude.estimated_providers) if ahead else None
+    prefetch = (
+        Prefetch(second, scope, prelude.estimated_providers)
+        if ahead and second is not None
+        else None
+    )
     try:
         finder = Finder(session, request, resolved, settings, prelude, prefetch)
-        candidates = await finder.run()
+        candidates, root_of = await finder.run()
         if not candidates:
             return CandidatesResult()
         used = {provider for c in candidates for provider in c.providers()}
         if request.nested_aware:
-            used = {finder.root_of[p] for p in used}
+            used = {root_of[p] for p in used}
         summaries = await load_summaries(
-            session, replace(shape, ids=frozenset(used)), prelude.estimated_providers, prefetch
+            session, replace(scope, ids=frozenset(used)), prelude.estimated_providers, prefetch
         )
     finally:
         if prefetch is not None:

@@ -13,7 +13,7 @@ from placement_api.domain.candidates.combinations import (
     NO_TRAITS,
     Candidate,
     GroupPlan,
-    Shapes,
+    Layouts,
 )
 from placement_api.domain.candidates.options import Trees
 
@@ -52,12 +52,12 @@ def single_provider_search(
         else:
             chosen.append(provider)
             if stop_after is not None and len(chosen) >= stop_after:
-                # Trees further on are never reached, whatever their shape.
+                # Trees further on are never reached, whatever their providers.
                 break
     if not chosen:
         return []
     layout = (
-        Shapes([(plan.suffix, amounts) for amounts in plan.slots])
+        Layouts([(plan.suffix, amounts) for amounts in plan.slots])
         .candidate((chosen[0],) * width)
         .layout
     )

@@ -173,11 +173,11 @@ async def read_tables(reader: Reader, scope: SummaryScope) -> Tables:
     return Tables(positions, traits, inventories, names)
 
 
-async def whole_tables(source: Source, shape: SummaryScope) -> Tables:
+async def whole_tables(source: Source, scope: SummaryScope) -> Tables:
     """The rows of every provider (for summaries of most of them)."""
     positions = await fetch_all(source, _POSITIONS)
-    traits = await fetch_all(source, _TRAITS) if shape.with_traits else ()
-    statement = _inventories(dialect_of(source).name, shape.class_ids)
+    traits = await fetch_all(source, _TRAITS) if scope.with_traits else ()
+    statement = _inventories(dialect_of(source).name, scope.class_ids)
     inventories = await fetch_all(source, statement)
     names = await _names(source, ResourceClass.id, ResourceClass.name)
     return Tables(positions, traits, inventories, names)
@@ -224,7 +224,7 @@ def probe_statement(
     """Providers (see ``ProbeBy``), with their trait ids and inventories as arrays.
 
     Each array is a subquery ordered by id over the table's provider index,
-    so no sort and no grouping. Built once per shape: building and compiling
+    so no sort and no grouping. Built once per set of arguments: building and compiling
     it costs more than running it for a few hundred providers.
     """
     of_provider = Inventory.resource_provider_id == ResourceProvider.id

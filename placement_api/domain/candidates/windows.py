@@ -1,33 +1,19 @@
-"""The search for one request, window by window (reads rows, runs the search).
-
-With a ``limit`` (or the configured cap) the trees are taken in windows,
-smallest root id first, until enough candidates are found; each window is
-sized from the yield of the ones before. A request for 1,000 candidates among
-10,000 hosts reads the rows of the first thousand or few thousand trees, not
-all of them. When the unsuffixed group requires traits that only a few trees
-hold, the windows are slices of the list of those trees' roots; otherwise
-they are ranges of root ids. Sharing providers serve trees anywhere, so
-their rows are read once, apart. Without a limit, when candidates are to be
-randomised, or when other trait and aggregate filters leave only a few
-providers per candidate wanted (counted first), one read covers everything.
-A request of one unsuffixed group over trees of one provider each (a flat
-cloud) needs no search: each provider with room for it is a candidate.
-The summaries of the trees a window's search will try first are read on a
-second connection while the window's rows are read and the search runs.
-"""
+"""The search for one request, window by window: reads each window's rows,
+runs the search on them, and starts reading summaries ahead. The policy
+(window sizes, when to read at once) is ``windowing``'s; the why is in
+docs/architecture.md, "Allocation candidates"."""
 
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, partial
-from typing import cast
+from typing import NamedTuple, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from placement_api.domain.candidates import lookups, queries
+from placement_api.domain.candidates import lookups, queries, windowing
 from placement_api.domain.candidates.combinations import Candidate, SearchRules
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
 from placement_api.domain.candidates.options import SharingMap, TreeRule
@@ -46,13 +32,9 @@ from placement_api.domain.candidates.search import search
 from placement_api.domain.candidates.single_provider import single_provider_search
 from placement_api.domain.candidates.summary_rows import FilterKind
 
-# The first window holds this many root ids per candidate wanted (at least
-# MIN_WINDOW); trees that cannot serve the request make later windows needed.
-WINDOW_PER_CANDIDATE = 1.25
-MIN_WINDOW = 256
-# When trait or aggregate filters leave at most this many providers per
-# candidate wanted, one read of them all beats a series of windows.
-FULL_READ_PER_CANDIDATE = 4
+# A trait or aggregate filter on providers, when it leaves few: the trees
+# its providers are in are read whole, in one read.
+FewFilter = tuple[FilterKind, frozenset[int]]
 
 
 @dataclass(frozen=True)
@@ -72,15 +54,10 @@ def _stop_after(request: CandidateRequest, settings: SearchSettings) -> int | No
     return min(bounds) if bounds else None
 
 
-def _next_window(scanned: int, found: int, wanted: int) -> int:
-    """Size the next window from the yield so far: enough root ids, at the rate
-    seen, for the candidates still wanted. After windows without a candidate
-    (a full cloud, a flavor few hosts fit), the rest at once: one read of
-    many trees costs less than a series of windows."""
-    if found == 0:
-        return sys.maxsize
-    per_root_id = found / scanned
-    return max(int(WINDOW_PER_CANDIDATE * (wanted - found) / per_root_id), MIN_WINDOW)
+class Found(NamedTuple):
+    candidates: list[Candidate]
+    # The root of every provider the rows named.
+    root_of: dict[int, int]
 
 
 def _listed_trees(roots: tuple[int, ...], done: int, size: int) -> Window | None:
@@ -110,58 +87,68 @@ class Finder:
         self.settings = settings
         self.stop_after = _stop_after(request, settings)
         self.shuffle = random.shuffle if settings.randomize else None
-        self.root_of: dict[int, int] = {}
-        self.seen: set[tuple[object, ...]] = set()
         self.roots = prelude.roots
         self.all_sharing = prelude.sharing
         # Holders of the unsuffixed group's required traits.
         self._holders = prelude.holders
-        self._rows_by_shape: dict[tuple[object, ...], Rows] = {}
-        self._tree_rules: dict[frozenset[int], list[TreeRule]] = {}
-        # Set when a trait or aggregate filter on providers leaves few: the
-        # filter leaving the fewest (the trees they are in are read whole).
-        self.narrow: tuple[FilterKind, frozenset[int]] | None = None
         # Summaries read while the search runs (nested-aware, not shuffled).
         self.prefetch = prefetch
+        # What the windows share: reads by group criteria and scope, tree
+        # rules by sharing providers used, candidates found, roots seen.
+        self._rows_by_criteria: dict[tuple[object, ...], Rows] = {}
+        self._tree_rules: dict[frozenset[int], list[TreeRule]] = {}
+        self._seen: set[tuple[object, ...]] = set()
+        self._root_of: dict[int, int] = {}
 
-    async def run(self) -> list[Candidate]:
+    async def run(self) -> Found:
+        """The candidates (to be called once)."""
+        return Found(await self._candidates(), self._root_of)
+
+    async def _candidates(self) -> list[Candidate]:
         stop_after = None if self.shuffle is not None else self.stop_after
         if stop_after is None:
             # Without a limit, or to shuffle every tree, one read covers everything.
-            return await self._in_window(None, self.stop_after)
-        few = FULL_READ_PER_CANDIDATE * stop_after
+            return await self._in_window(None, self.stop_after, None)
+        policy = windowing.POLICY
         roots = self.anchors
-        if roots is not None and len(roots) <= few:
-            return await self._windowed(partial(_listed_trees, roots), stop_after)
-        # Other filters applied in SQL that may leave few providers, counted first.
+        if roots is not None and policy.is_few(len(roots), stop_after):
+            return await self._windowed(partial(_listed_trees, roots), policy, stop_after)
+        few_filter = await self._few_filter(policy, stop_after)
+        if few_filter is not None:
+            return await self._in_window(None, self.stop_after, few_filter)
+        return await self._windowed(partial(_tree_range, *self.roots), policy, stop_after)
+
+    async def _few_filter(self, policy: windowing.WindowPolicy, wanted: int) -> FewFilter | None:
+        """Of the other filters applied in SQL, the one leaving the fewest
+        providers (counted first), if they are few."""
         groups = self.resolved.groups
         trait_sets = [any_of for g in groups if g.granular for any_of in g.required]
         aggregate_sets = [any_of for g in groups for any_of in g.member_of]
         members = await lookups.member_counts(self.session, trait_sets, aggregate_sets)
-        if min(members, default=few + 1) <= few:
-            narrowest = members.index(min(members))
-            self.narrow = (
-                ("trait", trait_sets[narrowest])
-                if narrowest < len(trait_sets)
-                else ("aggregate", aggregate_sets[narrowest - len(trait_sets)])
-            )
-            return await self._in_window(None, self.stop_after)
-        return await self._windowed(partial(_tree_range, *self.roots), stop_after)
+        if not members or not policy.is_few(min(members), wanted):
+            return None
+        narrowest = members.index(min(members))
+        if narrowest < len(trait_sets):
+            return ("trait", trait_sets[narrowest])
+        return ("aggregate", aggregate_sets[narrowest - len(trait_sets)])
 
     async def _windowed(
-        self, window_at: Callable[[int, int], Window | None], stop_after: int
+        self,
+        window_at: Callable[[int, int], Window | None],
+        policy: windowing.WindowPolicy,
+        stop_after: int,
     ) -> list[Candidate]:
         """Candidates window by window: ``window_at(done, size)`` is the window
         of ``size`` trees after the first ``done``, or None past the last."""
         found: list[Candidate] = []
-        done, size = 0, max(int(WINDOW_PER_CANDIDATE * stop_after), MIN_WINDOW)
-        while len(found) < stop_after and (window := window_at(done, size)) is not None:
-            # After windows without a candidate (a full cloud, a rare
-            # flavor), summaries read ahead would most likely go unused.
-            ahead = done == 0 or bool(found)
-            found += await self._in_window(window, stop_after - len(found), ahead)
-            done += size
-            size = _next_window(done, len(found), stop_after)
+        progress = policy.start(stop_after)
+        while (
+            not progress.complete
+            and (window := window_at(progress.scanned, progress.size)) is not None
+        ):
+            more = await self._in_window(window, progress.still_wanted, None, progress.read_ahead)
+            found += more
+            progress = policy.after(progress, len(more))
         return found
 
     @cached_property
@@ -177,13 +164,15 @@ class Finder:
         ]
         return tuple(sorted(frozenset.intersection(*holding))) if holding else None
 
-    async def _group_rows(self, group: ResolvedGroup, scope: RowScope) -> Rows:
-        """Rows for a group; groups of the same shape share one read."""
-        key = (group.shape, scope)
-        if key not in self._rows_by_shape:
+    async def _group_rows(
+        self, group: ResolvedGroup, scope: RowScope, few_filter: FewFilter | None
+    ) -> Rows:
+        """Rows for a group; groups of the same criteria share one read."""
+        key = (group.criteria, scope)
+        if key not in self._rows_by_criteria:
             # A group without filters of its own reads every provider, however
             # narrow the other groups are.
-            narrow = self.narrow is not None and bool(group.required or group.member_of)
+            narrow = few_filter is not None and bool(group.required or group.member_of)
             if group.granular:
                 found: Rows = await queries.granular_rows(
                     self.session, group, self.resolved, scope, narrow
@@ -194,8 +183,8 @@ class Finder:
                 found = await queries.unsuffixed_rows(
                     self.session, group, self.resolved, scope, tree_traits, narrow
                 )
-            self._rows_by_shape[key] = found
-        return self._rows_by_shape[key]
+            self._rows_by_criteria[key] = found
+        return self._rows_by_criteria[key]
 
     def _tree_traits(self, group: ResolvedGroup) -> list[frozenset[int]]:
         """The unsuffixed group's trait sets that no sharing provider can cover."""
@@ -203,14 +192,14 @@ class Finder:
         sharing_traits = frozenset().union(*(held.get(p, ()) for p in self.all_sharing))
         return [any_of for any_of in group.required if not any_of & sharing_traits]
 
-    async def _rows(self, window: Window | None) -> list[Rows] | None:
+    async def _rows(self, window: Window | None, few_filter: FewFilter | None) -> list[Rows] | None:
         """Each group's rows; None when some group has none."""
         rows: list[Rows] = []
         for group in self.resolved.groups:
-            found = await self._group_rows(group, window)
+            found = await self._group_rows(group, window, few_filter)
             if window is not None and self.all_sharing:
                 # Sharing providers serve trees in every window: read them once.
-                shared = await self._group_rows(group, "sharing")
+                shared = await self._group_rows(group, "sharing", few_filter)
                 native = [row for row in found if row[0] not in self.all_sharing]
                 found = cast(Rows, shared + native)
             if not found:
@@ -219,11 +208,15 @@ class Finder:
         return rows
 
     async def _in_window(
-        self, window: Window | None, wanted: int | None, ahead: bool = True
+        self,
+        window: Window | None,
+        wanted: int | None,
+        few_filter: FewFilter | None,
+        ahead: bool = True,
     ) -> list[Candidate]:
         if ahead:
-            await self._read_ahead(window, wanted)
-        rows = await self._rows(window)
+            await self._read_ahead(window, wanted, few_filter)
+        rows = await self._rows(window, few_filter)
         if rows is None:
             return []
         found = self._of_single_providers(rows, window, wanted)
@@ -231,7 +224,7 @@ class Finder:
             return found
         sharing, tree_rules = await self._sharing_for(rows, window)
         root_of = {row[0]: row[1] for group_rows in rows for row in group_rows}
-        self.root_of.update(root_of)
+        self._root_of.update(root_of)
         rules = await self._search_rules(root_of, sharing.providers)
         plans = [
             group_plan(group, group_rows, sharing, rule, window)
@@ -241,7 +234,7 @@ class Finder:
         order = sorted(a for a in anchors if window is None or a in window)
         if self.shuffle is not None:
             self.shuffle(order)
-        return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self.seen)
+        return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self._seen)
 
     def _of_single_providers(
         self, rows: list[Rows], window: Window | None, wanted: int | None
@@ -260,10 +253,12 @@ class Finder:
             stop_after=wanted,
         )
         if found is not None:
-            self.root_of.update((c.chosen[0], c.chosen[0]) for c in found)
+            self._root_of.update((c.chosen[0], c.chosen[0]) for c in found)
         return found
 
-    async def _read_ahead(self, window: Window | None, wanted: int | None) -> None:
+    async def _read_ahead(
+        self, window: Window | None, wanted: int | None, few_filter: FewFilter | None
+    ) -> None:
         """Start reading the summaries of the trees the window's search tries
         first (one candidate each, when ``wanted``) while its rows are read
         and the search runs; without a window, of the first trees a narrow
@@ -275,10 +270,10 @@ class Finder:
         elif isinstance(window, RootWindow):
             last = window.last if wanted is None else min(window.last, window.first + wanted - 1)
             await self.prefetch.start(range(window.first, last + 1))
-        elif self.narrow is not None:
+        elif few_filter is not None:
             # The trees of the providers the filter leaves, one candidate each.
             assert wanted is not None
-            await self.prefetch.start_first_trees(*self.narrow, wanted)
+            await self.prefetch.start_first_trees(*few_filter, wanted)
         else:
             await self.prefetch.start(self.anchors)
 

@@ -45,7 +45,7 @@ async def resolve_flavors(
     for flavor in flavors:
         request = CandidateRequest(groups=(flavor.group,))
         try:
-            found = resolve(request, await read_prelude(session, request))
+            found = resolve(request, (await read_prelude(session, request)).ids)
         except errors.BadRequest as exc:
             if skipped is None:
                 raise

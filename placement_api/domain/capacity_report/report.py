@@ -10,7 +10,6 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.counting import COUNTING, FlavorCounter
 from placement_api.domain.capacity_report.figures import CloudFigures, Sums, merged, summaries
 from placement_api.domain.capacity_report.flavor import Flavor, ResolvedFlavor, resolve_flavors
@@ -189,10 +188,7 @@ async def capacity_reports(
     ``skipped``: see ``resolve_flavors``."""
     resolved = await resolve_flavors(session, flavors, skipped)
     trait_ids = frozenset().union(*(flavor.trait_ids for flavor in resolved))
-    # Tens of thousands of rows and dicts, none in a cycle: the collector's
-    # passes over them would cost as much as the work.
-    with collector_paused():
-        builder = ReportBuilder(await read_snapshot(session, trait_ids), zones, by)
-        if not resolved:
-            return {"": builder.report(None, by)}
-        return {flavor.name: builder.report(flavor, by) for flavor in resolved}
+    builder = ReportBuilder(await read_snapshot(session, trait_ids), zones, by)
+    if not resolved:
+        return {"": builder.report(None, by)}
+    return {flavor.name: builder.report(flavor, by) for flavor in resolved}

@@ -9,13 +9,13 @@ from fastapi import APIRouter
 from starlette.responses import JSONResponse, Response
 
 from placement_api.auth.policies import allocation_candidate as policies
-from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.candidates.combinations import Layout
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.service import CandidatesResult, find_candidates
 from placement_api.domain.candidates.windows import SearchSettings
 from placement_api.microversion import Version
 from placement_api.observability.metrics import CANDIDATES
+from placement_api.serving.gc_policy import collector_paused
 from placement_api.web.candidates_query import parse_request
 from placement_api.web.deps import ApiDep, DbDep
 from placement_api.web.fastpath.lean_route import PlacementRoute
@@ -45,7 +45,8 @@ class OrjsonResponse(JSONResponse):
 class _Rendered:
     """The parts of candidates that repeat, rendered once.
 
-    A search shares one layout among all candidates of the same shape, and
+    A search shares one layout among all candidates whose slots share
+    providers alike, and
     one amounts dict per provider slot of it, so tens of thousands of
     candidates repeat a few of each: their ``{"resources": ...}`` bodies are
     made once per amounts dict (the encoder takes shared objects). Layouts
@@ -144,8 +145,9 @@ async def list_allocation_candidates(api: ApiDep, db: DbDep) -> Response:
 async def _answer(
     db: DbDep, request: CandidateRequest, settings: SearchSettings, version: Version
 ) -> Response:
-    async with db.read() as session:
-        result = await find_candidates(session, request, settings)
+    unit = db.read()
+    async with unit as session:
+        result = await find_candidates(session, request, settings, unit.second_connection())
     requests = _allocation_requests(result, version)
     CANDIDATES.observe(len(requests))
     body = {

@@ -9,11 +9,11 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from placement_api.auth.policies import capacity as policies
-from placement_api.domain.candidates.collector import collector_paused
 from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.report import BREAKDOWNS, capacity_reports
 from placement_api.domain.capacity_report.zones import ZoneMap
 from placement_api.microversion import Version
+from placement_api.serving.gc_policy import collector_paused
 from placement_api.web.capacity_query import parse_flavor
 from placement_api.web.deps import ApiDep, DbDep, services
 from placement_api.web.fastpath.lean_route import PlacementRoute

@@ -12,10 +12,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from placement_api.auth.policies import base as base_policies
-from placement_api.db.session import SessionFactory, unit_of_work
-from placement_api.domain.inventory_figures import inventory_figures
-from placement_api.observability import metrics
-from placement_api.observability.capacity_gauges import CapacityGauges
+from placement_api.observability.exposition import metrics_response
 from placement_api.web.deps import services
 from placement_api.web.fastpath.lean_route import PlacementRoute
 
@@ -30,10 +27,3 @@ async def scrape(request: Request) -> Response:
     request.state.context = context
     shared.policy.authorize(base_policies.ADMIN_API, context)
     return await metrics_response(shared.session_factory, shared.capacity_gauges)
-
-
-async def metrics_response(factory: SessionFactory, gauges: CapacityGauges) -> Response:
-    async with unit_of_work(factory, write=False) as session:
-        rows = await inventory_figures(session)
-    body, content_type = metrics.exposition(rows, await gauges.collector(factory))
-    return Response(body, media_type=content_type)

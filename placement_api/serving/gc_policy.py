@@ -1,10 +1,10 @@
-"""Pausing the cyclic garbage collector while a large answer is assembled.
+"""The garbage-collector policy: paused while a large answer is built.
 
-A large candidate list builds hundreds of thousands of short-lived
-containers, and the collector's passes over them cost as much as the work
-itself; nothing built for an answer forms reference cycles, so reference
-counting frees it all. Requests share one event loop, so a depth count makes
-the last one out restore the collector, and only if it was running before.
+A large answer (candidates, the capacity report) builds hundreds of
+thousands of short-lived containers, none in a reference cycle; the
+collector's passes over them would cost as much as the work. Requests share
+one event loop, so a depth count makes the last one out restore the
+collector, and only if it was running before.
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ from starlette.responses import Response
 from placement_api.db.engine import create_engine
 from placement_api.db.session import SessionFactory, make_session_factory
 from placement_api.observability.capacity_gauges import CapacityGauges
+from placement_api.observability.exposition import metrics_response
 from placement_api.observability.metrics import CONNECTION_WAIT_SECONDS
 from placement_api.services.capacity_sources import CapacitySources
 from placement_api.settings import Settings
-from placement_api.web.routers.metrics import metrics_response
 
 
 def create_metrics_app(settings: Settings) -> FastAPI:

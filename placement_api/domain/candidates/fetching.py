@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-from sqlalchemy import Dialect
+from sqlalchemy import Dialect, Engine
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -29,6 +29,10 @@ def chunked(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
             batch = []
     if batch:
         yield batch
+
+
+def engine_of(source: Source) -> Engine:
+    return source.get_bind().engine if isinstance(source, AsyncSession) else source.sync_engine
 
 
 def dialect_of(source: Source) -> Dialect:

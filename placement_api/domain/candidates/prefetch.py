@@ -83,7 +83,9 @@ class Prefetch:
         connection = await self.second.get()
         if connection is None:
             return
-        statement = probe_statement(True, self.scope.class_ids, self.scope.with_traits, by)
+        statement = probe_statement(
+            connection, True, self.scope.class_ids, self.scope.with_traits, by
+        )
         parameters = {"members_of": sorted(members_of), "most": most}
         await self._launch(self._probe_first(connection, statement, parameters))
 

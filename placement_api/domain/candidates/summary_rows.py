@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from operator import itemgetter
 from typing import Literal, NamedTuple, cast
 
@@ -32,8 +31,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, array
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute, aliased
+from sqlalchemy.util import LRUCache
 
 from placement_api.db.driver import Source, Ts, fetch_all, id_in
+from placement_api.db.engine_caches import caches_of
 from placement_api.db.models import (
     Inventory,
     ProviderAggregate,
@@ -42,7 +43,7 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
-from placement_api.domain.candidates.fetching import IdColumn, dialect_of, id_batches
+from placement_api.domain.candidates.fetching import IdColumn, dialect_of, engine_of, id_batches
 from placement_api.domain.capacity import shown_capacity
 
 # When the summaries cover at least this share of all providers, PostgreSQL
@@ -217,16 +218,33 @@ def _first_trees(by: ProbeBy) -> ColumnElement[bool]:
     return ResourceProvider.root_provider_id.in_(trees)
 
 
-@lru_cache(maxsize=64)
-def probe_statement(
-    whole_trees: bool, class_ids: frozenset[int] | None, with_traits: bool, by: ProbeBy = "ids"
-) -> Select[*Probed]:
-    """Providers (see ``ProbeBy``), with their trait ids and inventories as arrays.
+# Probe statements by their arguments, kept per engine (``EngineCaches``):
+# building and compiling one costs more than running it for a few hundred providers.
+def _probe_statements() -> LRUCache[tuple[object, ...], Select[*Probed]]:
+    return LRUCache(64)
 
-    Each array is a subquery ordered by id over the table's provider index,
-    so no sort and no grouping. Built once per set of arguments: building and compiling
-    it costs more than running it for a few hundred providers.
-    """
+
+def probe_statement(
+    source: Source,
+    whole_trees: bool,
+    class_ids: frozenset[int] | None,
+    with_traits: bool,
+    by: ProbeBy = "ids",
+) -> Select[*Probed]:
+    """Providers (see ``ProbeBy``), with their trait ids and inventories as arrays."""
+    kept = caches_of(engine_of(source)).own(_probe_statements)
+    key = (whole_trees, class_ids, with_traits, by)
+    found = kept.get(key)
+    if found is None:
+        found = kept[key] = _build_probe(whole_trees, class_ids, with_traits, by)
+    return found
+
+
+def _build_probe(
+    whole_trees: bool, class_ids: frozenset[int] | None, with_traits: bool, by: ProbeBy
+) -> Select[*Probed]:
+    # Each array is a subquery ordered by id over the table's provider index,
+    # so no sort and no grouping.
     of_provider = Inventory.resource_provider_id == ResourceProvider.id
     if class_ids is not None:
         of_provider = of_provider & Inventory.resource_class_id.in_(sorted(class_ids))
@@ -272,7 +290,7 @@ def probe_statement(
 
 
 async def probe(source: Source, scope: SummaryScope) -> list[Row[*Probed]]:
-    statement = probe_statement(scope.whole_trees, scope.class_ids, scope.with_traits)
+    statement = probe_statement(source, scope.whole_trees, scope.class_ids, scope.with_traits)
     rows: list[Row[*Probed]] = []
     for batch in id_batches(source, scope.ids):
         rows += await fetch_all(source, statement, {"ids": batch})

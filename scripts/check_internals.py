@@ -91,8 +91,9 @@ def private_uses(path: str, tree: ast.AST, ours: set[str]) -> Iterator[Use]:
         if isinstance(node, ast.ClassDef) and any(_root_name(b) in library for b in node.bases):
             for item in node.body:
                 # A decorated one is new (a pydantic validator), not an override.
-                method = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-                if method and _private(item.name) and not item.decorator_list:
+                if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                if _private(item.name) and not item.decorator_list:
                     yield Use(path, item.lineno, f"overrides {node.name}.{item.name}")
         if isinstance(node, ast.ImportFrom) and node.module and not _ours(node.module):
             if any(_private(part) for part in node.module.split(".")):

@@ -1,26 +1,7 @@
-"""The unit of work: one request, one transaction.
-
-``unit_of_work`` commits when the request's handler returns and rolls back
-when it raises, so domain functions never commit. Write requests open their
-transaction in write mode (``BEGIN IMMEDIATE`` on SQLite); reads on
-PostgreSQL run in autocommit, each statement on its own.
-
-On PostgreSQL the connection is checked out and the transaction begun in
-one step as the unit of work opens (``driver.open_on_driver``), so the
-first statement need not discover it, and a write commits on its
-connection (``driver.commit_on_driver``, the session's ``before_commit``
-listeners first, as ``Session.commit`` runs them) before the session's
-close returns the connection to the pool. A BEGIN or COMMIT that fails or
-is cancelled closes its connection: it is never pooled again. A read on
-PostgreSQL may also hand out a second connection (``second_connection``),
-closed before its own.
-
-SQLite takes one writer at a time. Within a process, writers queue on an
-asyncio lock per engine, in arrival order, without holding a connection
-(SQLite's own busy wait polls, and lets a late writer overtake); the busy
-timeout then only arbitrates between worker processes. A writer that cannot
-have the lock within the lock timeout gets ``sqlalchemy.exc.TimeoutError``,
-which the service answers with a 503.
+"""The unit of work: one request, one transaction, committed when the
+handler returns and rolled back when it raises, so domain functions never
+commit. How it begins and commits on PostgreSQL and queues writers on
+SQLite: docs/architecture.md, The API: layers and modules.
 """
 
 from __future__ import annotations

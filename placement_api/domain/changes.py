@@ -1,27 +1,7 @@
-"""The change feed: what every write changed, recorded in its own transaction.
-
-Domain writes call the ``*_changed`` functions below; they only queue an
-entry on the session. Just before the transaction commits, the queued
-entries are inserted into ``changes`` (``append_pending``), ordered by
-``(commit_seq, ordinal)``: one ``commit_seq`` per transaction, taken as its
-last statement, so a write that waited for another's row locks always
-orders after it. On PostgreSQL a one-consumer claim's statement inserts its
-entry itself (``claim_changes.allocation_template``, ``claim_sql``), taking ``commit_seq``
-after all its row locks: nothing the claim sends afterwards waits for one.
-
-On PostgreSQL the entries are inserted without an index and nothing is
-locked, so recording writes commit in parallel. A *sequencing run*
-(``feed_index.sequence``) later gives the committed entries their indexes, in
-``(commit_seq, ordinal)`` order, after the last index handed out; runs take
-the ``change_feed_head`` row lock, so they are serial and indexes have no
-gap or repeat. A write still in flight is never skipped: it has no index
-yet, and gets a higher one than all that are given before it commits.
-Readers run a sequencing run first, so a client reads its own writes. On
-SQLite (one writer at a time) the entries get their indexes as they are
-inserted.
-
-Sequencing runs and readers live in ``feed_index``.
-``docs/changes.md`` describes each entry's fields.
+"""The change feed's recorder: what every write changed, recorded in its own
+transaction. Writes queue entries with the ``*_changed`` functions; the
+commit appends them (``append_pending``); ``feed_index`` gives them their
+indexes and reads them. How and why: docs/changes.md, How it works.
 """
 
 from __future__ import annotations

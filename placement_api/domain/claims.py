@@ -1,34 +1,7 @@
 """Replacing the allocations of a set of consumers: the one write path for
-PUT/DELETE /allocations/{uuid}, POST /allocations and the reshaper.
-
-One transaction, in this order:
-
-1. resolve classes, providers and the consumers' owners in one statement
-   (``claim_names_sql.py``; 400 for unknown names);
-2. lock or create the consumers and check their generations
-   (``domain/consumers.py``);
-3. remove the consumers' old allocation rows (theirs alone: the consumer
-   locks guard them);
-4. lock every provider the write touches — named now or held before — in
-   ascending id order (``SELECT ... ORDER BY id FOR UPDATE``), and bump their
-   generations. Concurrent writers to a provider queue on its row lock
-   rather than fail, so there is no race for the client to retry. With the
-   locks held, insert the new allocation rows and apply the net change of
-   every (provider, class) to ``inventories.used``, where the capacity rule
-   of ``domain/capacity.py`` holds for each growing usage, evaluated on the
-   locked row. On PostgreSQL this step is one statement (``claim_sql.py``);
-   on SQLite three. Check each requested amount against
-   min_unit/max_unit/step_size. Usage that shrinks or stays is always
-   accepted, so a provider left over capacity by an operator still takes
-   moves and releases. A refusal reads the inventories to say which rule
-   failed, and the transaction is rolled back;
-5. settle the consumers (generation + 1, or removed when they hold nothing);
-6. record the change: on PostgreSQL, a one-consumer claim's is inserted by
-   step 4's statement (``claim_changes.allocation_template``); the rest are queued
-   for the commit.
-
-DELETE and the reshaper lock the providers (step 4's locks, in the same
-order) before step 3: the reshaper compares their generations first.
+PUT/DELETE /allocations/{uuid}, POST /allocations and the reshaper, so that
+every allocation write locks, checks capacity and records its change the
+same way. The order of its steps and why: docs/architecture.md, Consistency.
 """
 
 from __future__ import annotations

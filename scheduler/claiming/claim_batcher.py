@@ -1,27 +1,7 @@
-"""Claims of concurrent decisions written together, as the load asks for it.
-
-Each caller hands over one *entry*: the claims of one request that must be
-written all or nothing (one instance, or every instance of a multi-instance
-request). While ``in_flight`` Placement requests are outstanding, new entries
-queue; when one returns, everything queued (up to ``max_claims`` claims) goes
-in one ``POST /allocations``. At low load nothing waits: an entry that finds
-a free slot is sent at once, alone. Under load, one request to Placement
-carries many claims, which costs Placement far less than one request each
-(Nomad's plan applier and the Kubernetes scheduler's asynchronous binding
-batch and pipeline their writes the same way).
-
-``POST /allocations`` is all or nothing, and a refusal (409, or any 4xx)
-leaves Placement unchanged. So when a batch of several entries is refused,
-each entry is sent again on its own, and every caller gets the outcome of
-its own entry, exactly as if it had been sent alone; a caller that loses its
-claim then tries its next host as usual. When Placement's answer to a batch
-is lost (no answer, or a 5xx), nobody knows what was written: every caller
-in the batch gets the error and gives its claims back.
-
-A caller cancelled while its entry waits takes the entry out of the queue
-(nothing was sent). One cancelled while its entry is being written waits for
-Placement's answer before passing the cancellation on, so that claims it
-then gives back are released after they were written, not before.
+"""Claims of concurrent decisions written together, as the load asks for it:
+one ``POST /allocations`` carrying many claims costs Placement far less than
+one each, and at low load nothing waits. Entries, refused and lost batches,
+cancellation: docs/architecture.md, The scheduler.
 """
 
 from __future__ import annotations

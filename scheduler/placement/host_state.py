@@ -1,24 +1,7 @@
-"""Host states built from GET /allocation_candidates answers.
-
-A *host* is the root provider of the tree an allocation request draws its
-compute resources from (sharing providers, those with the
-``MISC_SHARES_VIA_AGGREGATE`` trait, do not make a host). Usage lives in one
-``UsageBook``, because a sharing provider's capacity is shared by every host
-that can use it; consuming an allocation request for one instance updates
-the book, so the next instance (of this request or a later one) sees what is
-left. A newer answer replaces the usage of the providers it summarises.
-
-Consuming returns a ``Reservation``: when the claim it was made for fails,
-undoing it gives the amounts back. Until Placement's figures include a
-claim (its echo in the change feed, or at once without the feed) its
-amounts are also *held*: Placement's newer figures replace ``used`` but the
-held amounts stay on top, so a claim in flight is neither lost nor, once
-Placement reports it, counted twice. A settled reservation is Placement's
-to give back (its feed entry, or the next read).
-
-Facts Placement's answer does not carry (the provider's name, its
-aggregates, availability zone and aggregate metadata, how many consumers it
-has) come in a ``HostMetadata`` per host, gathered by ``directory``.
+"""Host states built from GET /allocation_candidates answers, with their usage
+in one ``UsageBook`` shared by every host (a sharing provider serves many)
+and the scheduler's claims counted as ``Reservation``s until Placement's
+figures include them. docs/architecture.md, The host cache.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
-"""Walk the combinations of providers, one tree at a time (pure, no I/O).
-
-For each anchor tree, a depth-first walk picks one provider per slot (see
-``options``). Every rule is checked as soon as the slot that can break it is
-filled, so a branch that cannot lead to a valid candidate is abandoned
-before its combinations are built:
-
-- capacity: a class asked for by several groups is summed per provider and
-  kept within the provider's free capacity and ``max_unit``;
-- ``group_policy=isolate``: granular groups use distinct providers;
-- before 1.29, one candidate uses at most one provider per tree;
-- the unsuffixed group's required traits, on the union of its providers'
-  traits, when its last slot is filled;
-- ``same_subtree``: when the last group of the set is filled, one of its
-  providers is an ancestor (or itself) of all the others.
-
-When a request has none of these rules to check, every combination is a
-candidate and the walk is a plain product of the slots' providers. (A flat
-cloud needs no walk at all: see ``single_provider``.)
-
-The walk is a generator, so the caller stops it after ``limit`` candidates
-and nothing beyond them is ever enumerated.
+"""Walk the combinations of providers, one tree at a time (pure, no I/O):
+a depth-first generator that checks every rule as soon as the slot that can
+break it is filled, so no doomed branch and nothing beyond ``limit`` is ever
+built. The rules: docs/architecture.md, Allocation candidates.
 """
 
 from __future__ import annotations

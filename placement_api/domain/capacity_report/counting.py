@@ -1,27 +1,7 @@
 """How many instances of a flavor fit: per host alone, and per set of hosts
-placed one instance after the other (pure, no I/O).
-
-An instance takes, for each class of the flavor, its whole amount from one
-provider: a provider of the host's tree (root or descendant, e.g. a NUMA
-cell) or a sharing provider the tree reaches through an aggregate. Classes
-may come from different providers, as in the unsuffixed group of a
-candidates request. A provider offers ``floor(free / amount)`` instance
-slots of a class (none when free is short, or when min_unit, max_unit or
-step_size forbid the amount), so a tree's own slots of a class are the sum
-over its providers.
-
-A set of hosts (the cloud, an aggregate, a zone) is counted the way
-sequential placement would fill it: hosts in name order, each taking as
-many instances as fit, using its own providers first and then what is left
-of the sharing providers it reaches. A sharing provider's slots are thus
-spent once, however many hosts reach it. A host's own figure is counted
-alone, with all the shared capacity it reaches.
-
-Counting works on the layout's columns: one list per class and column,
-indexed by host position. When no sharing provider would run out even if
-every host took from it all it takes when counted alone, placing hosts one
-after the other changes nothing, and the sets' counts are sums of the
-hosts' own (``placing`` proves it and falls back to the pass otherwise).
+placed one instance after the other (pure, no I/O). The rules, nested and
+shared trees: docs/capacity.md, Counting nested and shared trees; the column
+layout and the shortcut past placing: docs/capacity.md, Speed.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """A FastAPI route that calls its endpoint without FastAPI's per-request
-dependency solving, when the endpoint's parameters need none of it.
-
-Every route of this API takes only string path parameters, the ``Request``
-and dependencies (``ApiDep``, ``DbDep``) that themselves take only the
-``Request``, and returns a ``Response``. For such an endpoint FastAPI's
-request handler (``solve_dependencies``: a recursive walk per dependency,
-cache keys, four parameter groups each, a scratch ``Response``) computes
-what is known when the route is built; here that plan is made once and the
-handler just follows it. The route, its ``dependant`` and so the OpenAPI
-document are FastAPI's own; an endpoint outside that shape gets FastAPI's
-handler unchanged. (The app serves the routers' routes as they are, not
-through ``include_router``, so ``app.dependency_overrides`` would not apply
-either way.)
-
-The plan reads FastAPI's ``Dependant`` and its parameters' fields, which
-FastAPI does not document: when ``Dependant``'s fields are not those
-``PLANNED_FOR``, every route keeps FastAPI's handler (and start-up warns,
-``fastpath.capabilities``).
+dependency solving, when the endpoint's parameters need none of it: the
+call plan is made once, when the route is built. The shape it relies on and
+its fence: docs/architecture.md, The API: layers and modules.
 """
 
 from __future__ import annotations

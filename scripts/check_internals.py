@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGES = ("placement_api", "scheduler", "agent", "placement_client", "flavors")
-# Where a bypass of a library may live (docs/architecture.md, "Fast paths").
+# Where a bypass of a library may live (docs/architecture.md, "The API: layers and modules").
 FENCED = (
     "placement_api/web/fastpath/",
     "placement_api/auth/fastpath/",

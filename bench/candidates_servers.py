@@ -98,15 +98,14 @@ def _migrate(url: str) -> None:
     """The schema and the standard names, by the ``placement_api`` first on the path."""
     from placement_api.db import migrations
     from placement_api.db.engine import create_engine
-    from placement_api.db.session import unit_of_work
-    from placement_api.domain.changes import recording_session_factory
+    from placement_api.db.session import make_session_factory, unit_of_work
     from placement_api.domain.standard_names import sync_standard_names
 
     migrations.upgrade(url)
 
     async def sync() -> None:
         engine = create_engine(url)
-        async with unit_of_work(recording_session_factory(engine), write=True) as session:
+        async with unit_of_work(make_session_factory(engine), write=True) as session:
             await sync_standard_names(session)
         await engine.dispose()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -25,6 +24,7 @@ from placement_api.observability import metrics
 from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.services.capacity_sources import CapacitySources
 from placement_api.services.change_feed import ChangeFeed
+from placement_api.serving.gc_policy import freeze_what_startup_made
 from placement_api.settings import Settings, get_settings
 from placement_api.web.access_log import AccessMiddleware
 from placement_api.web.cors import PlacementCORSMiddleware
@@ -115,10 +115,7 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
             capacity=capacity,
             capacity_gauges=CapacityGauges(capacity, settings.capacity_metrics_interval),
         )
-        # What start-up made (modules, the app, the policy) lives as long as
-        # the process: frozen, it is left out of the collector's full passes,
-        # which would otherwise walk it all every few large answers.
-        gc.freeze()
+        freeze_what_startup_made()
         try:
             yield
         finally:

@@ -1,4 +1,5 @@
-"""The garbage-collector policy: paused while a large answer is built.
+"""The garbage-collector policy: what start-up made is frozen, and the
+collector is paused while a large answer is built.
 
 A large answer (candidates, the capacity report) builds hundreds of
 thousands of short-lived containers, none in a reference cycle; the
@@ -31,3 +32,10 @@ def collector_paused() -> Iterator[None]:
         _State.depth -= 1
         if _State.depth == 0 and _State.restore:
             gc.enable()
+
+
+def freeze_what_startup_made() -> None:
+    """Modules, the app and the policy live as long as the process: frozen,
+    they are left out of the collector's full passes, which would otherwise
+    walk them all every few large answers."""
+    gc.freeze()

@@ -1,7 +1,7 @@
 """Claims of concurrent decisions written together, as the load asks for it:
 one ``POST /allocations`` carrying many claims costs Placement far less than
 one each, and at low load nothing waits. Entries, refused and lost batches,
-cancellation: docs/architecture.md, The scheduler.
+cancellation: docs/scheduler.md, "How it is built".
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One scheduling decision: the request's cycle (prepare hooks), candidates from the
 host cache, then per instance capacity, filters, weighers, a random pick among the
-best, and the claim; all or nothing. How and why: docs/architecture.md, "The
-scheduler" and "The host cache".
+best, and the claim; all or nothing. How and why: docs/scheduler.md, "How it is
+built" and "The host cache".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``GET /heartbeats`` (an extension of this API, see docs/architecture.md): each
+"""``GET /heartbeats`` (an extension of this API, see docs/liveness.md): each
 host agent's last heartbeat and the utilisation it reported.
 
 The server is the one clock: a snapshot keeps the answer's ``now`` and moves it

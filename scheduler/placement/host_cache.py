@@ -1,7 +1,7 @@
 """Host states kept between decisions: one GET /allocation_candidates answer per
 request shape and one usage book for every shape, kept current from the change feed
 (on a timer without it). When an answer is read again, and why a stale one costs a
-retry and never an overcommit: docs/architecture.md, "The host cache".
+retry and never an overcommit: docs/scheduler.md, "The host cache".
 """
 
 from __future__ import annotations

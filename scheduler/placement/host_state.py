@@ -1,7 +1,7 @@
 """Host states built from GET /allocation_candidates answers, with their usage
 in one ``UsageBook`` shared by every host (a sharing provider serves many)
 and the scheduler's claims counted as ``Reservation``s until Placement's
-figures include them. docs/architecture.md, The host cache.
+figures include them. docs/scheduler.md, The host cache.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from placement_api.domain.candidates.summary_rows import (
 class Prefetch:
     """Summary rows read ahead, on a second connection, while the request's
     rows are read and its search runs; where the pool cannot spare the
-    connection, summaries are read after the search (docs/architecture.md)."""
+    connection, summaries are read after the search (docs/candidates.md)."""
 
     def __init__(
         self, second: SecondConnection, scope: SummaryScope, estimated_providers: float

@@ -1,7 +1,7 @@
 """Walk the combinations of providers, one tree at a time (pure, no I/O):
 a depth-first generator that checks every rule as soon as the slot that can
 break it is filled, so no doomed branch and nothing beyond ``limit`` is ever
-built. The rules: docs/architecture.md, Allocation candidates.
+built. The rules: docs/candidates.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The search for one request, window by window: reads each window's rows,
 runs the search on them, and starts reading summaries ahead. The policy
 (window sizes, when to read at once) is ``windowing``'s; the why is in
-docs/architecture.md, "Allocation candidates"."""
+docs/candidates.md."""
 
 from __future__ import annotations
 

@@ -1,10 +1,28 @@
-"""One-line reasons an operator's YAML file was refused: the flavors file, and the
-API's aggregates file (``placement_api.services.capacity_sources``)."""
+"""Reading an operator's YAML file (the flavors file, the API's aggregates
+file) and the one-line reasons one was refused."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import yaml
 from pydantic import ValidationError
+
+
+class UnreadableFile(Exception):
+    """One line: the file could not be read, or is not YAML."""
+
+
+def read_yaml(path: Path, what: str, setting: str) -> Any:
+    """The file's YAML document (None when empty); ``what`` and ``setting`` name
+    the file in the one-line reason an unreadable one gets."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read the {what} {path} ({setting}): {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UnreadableFile(f"{path} is not valid YAML: {yaml_reason(exc)}") from None
 
 
 def yaml_reason(error: yaml.YAMLError) -> str:

@@ -59,18 +59,18 @@ def fence_fast_paths(app: PlacementApp) -> bool:
     """Check what each bypass of a library's internals relies on; turn off,
     with one warning each, those whose library changed (their public path
     serves instead). Returns whether policy decisions may be remembered."""
-    fallbacks = (
-        (direct_driver_gaps(), "statements go through SQLAlchemy's session"),
+    driver, dispatch, memory = direct_driver_gaps(), dispatch_gaps(app), decision_memory_gaps()
+    for gaps, instead in (
+        (driver, "statements go through SQLAlchemy's session"),
         (route_plan_gaps(), "routes keep FastAPI's request handler"),
-        (dispatch_gaps(app), "requests go through FastAPI's own routing and middleware"),
-        (decision_memory_gaps(), "policy decisions are not remembered"),
-    )
-    for gaps, instead in fallbacks:
+        (dispatch, "requests go through FastAPI's own routing and middleware"),
+        (memory, "policy decisions are not remembered"),
+    ):
         if gaps:
             LOG.warning("%s; %s instead", "; ".join(gaps), instead)
-    DIRECT.usable = not fallbacks[0][0]
-    app.fast_dispatch = not fallbacks[2][0]
-    return not fallbacks[3][0]
+    DIRECT.usable = not driver
+    app.fast_dispatch = not dispatch
+    return not memory
 
 
 def create_app(settings: Settings | None = None) -> PlacementApp:

@@ -16,11 +16,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flavors.aggregates import AggregateConfig
-from flavors.file_errors import validation_reason, yaml_reason
+from flavors.file_errors import UnreadableFile, read_yaml, validation_reason
 from flavors.files import FlavorsFileError, load_flavors
 from flavors.flavor import flavor_groups
 from placement_api.domain.candidates.request import RequestGroup
@@ -47,13 +46,11 @@ def load_zone_map(path: Path | None, default_zone: str) -> ZoneMap:
     if path is None:
         return ZoneMap(default_zone=default_zone)
     try:
-        document = _AggregatesDocument.model_validate(yaml.safe_load(path.read_text()) or {})
-    except OSError as exc:
-        raise CapacityFileError(
-            f"cannot read the aggregates file {path} ({AGGREGATES_SETTING}): {exc.strerror}"
-        ) from None
-    except yaml.YAMLError as exc:
-        raise CapacityFileError(f"{path} is not valid YAML: {yaml_reason(exc)}") from None
+        document = _AggregatesDocument.model_validate(
+            read_yaml(path, "aggregates file", AGGREGATES_SETTING) or {}
+        )
+    except UnreadableFile as exc:
+        raise CapacityFileError(str(exc)) from None
     except ValidationError as exc:
         raise CapacityFileError(
             f"{path}: not an aggregates mapping: {validation_reason(exc)}"

@@ -113,7 +113,11 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
             authenticator=authenticator,
             change_feed=change_feed,
             capacity=capacity,
-            capacity_gauges=CapacityGauges(capacity, settings.capacity_metrics_interval),
+            capacity_gauges=CapacityGauges(
+                capacity,
+                settings.capacity_metrics_interval,
+                missed_intervals=settings.heartbeat_missed_intervals,
+            ),
         )
         freeze_what_startup_made()
         try:

@@ -42,11 +42,19 @@ ByOption = Annotated[
         case_sensitive=False,
     ),
 ]
+IncludeUnavailableOption = Annotated[
+    bool,
+    typer.Option(
+        "--include-unavailable",
+        help="Count hosts that are disabled (COMPUTE_STATUS_DISABLED) or down (heartbeats "
+        "missed) too; by default they are left out and counted apart.",
+    ),
+]
 # The columns naming a row, then (except per host) its host count.
 _HEADS = {
     ZONE: ("Zone", "Hosts"),
     AGGREGATE: ("Aggregate", "Zone", "Hosts"),
-    HOST: ("Host", "Zones"),
+    HOST: ("Host", "State", "Zones"),
 }
 _ROWS = {ZONE: "availability_zones", AGGREGATE: "aggregates", HOST: "hosts"}
 
@@ -79,7 +87,9 @@ def _flavors(settings: Settings, options: list[str]) -> list[Flavor]:
     return found
 
 
-def capacity(settings: Settings, *, options: list[str], by: str, as_json: bool) -> None:
+def capacity(
+    settings: Settings, *, options: list[str], by: str, as_json: bool, include_unavailable: bool
+) -> None:
     if by not in _ROWS:
         raise _fail(f"--by must be one of az, aggregate, host (got {by!r})")
     flavors = _flavors(settings, options)
@@ -93,7 +103,9 @@ def capacity(settings: Settings, *, options: list[str], by: str, as_json: bool) 
     from placement_api.operator.capacity import run_capacity
 
     try:
-        reports = asyncio.run(run_capacity(settings.database_url, flavors, zones, by))
+        reports = asyncio.run(
+            run_capacity(settings, flavors, zones, by, include=include_unavailable)
+        )
     except errors.BadRequest as exc:
         raise _fail(exc.detail) from None
     if as_json:
@@ -101,6 +113,27 @@ def capacity(settings: Settings, *, options: list[str], by: str, as_json: bool) 
         typer.echo(json.dumps(documents, indent=2))
         return
     out.print(_table(reports, by))
+    note = unavailable_note(reports)
+    if note:
+        out.print(note, soft_wrap=True)
+
+
+def unavailable_note(reports: dict[str, dict[str, Any]]) -> str:
+    """One line on the hosts disabled or down: whether they are counted, and what
+    they would add (left out) or how much of the figures they are (included)."""
+    head = next(iter(reports.values()))["unavailable"]
+    if not head["hosts"]:
+        return ""
+    states = f"{head['down']} down, {head['disabled']} disabled"
+    more = [f"{report['unavailable']['fits']} {name}" for name, report in reports.items() if name]
+    if head["included"]:
+        counted = f"; of the fits, {', '.join(more)} are on them" if more else ""
+        return f"Counted: {head['hosts']} hosts that are down or disabled ({states}){counted}."
+    extra = f"{', '.join(more)} more fit on" if more else "Left out:"
+    return (
+        f"{extra} {head['hosts']} hosts that are down or disabled ({states}); "
+        "--include-unavailable counts them."
+    )
 
 
 def _where(row: dict[str, Any], by: str) -> tuple[str, ...]:
@@ -108,7 +141,13 @@ def _where(row: dict[str, Any], by: str) -> tuple[str, ...]:
         return (row["name"], str(row["hosts"]))
     if by == AGGREGATE:
         return (row["name"] or row["uuid"], row["availability_zone"] or "", str(row["hosts"]))
-    return (row["name"], ",".join(row["availability_zones"]))
+    return (row["name"], host_state(row), ",".join(row["availability_zones"]))
+
+
+def host_state(host: dict[str, Any]) -> str:
+    """``enabled``, or what makes the host unavailable: ``disabled``, ``down`` or both."""
+    states = [state for state in ("disabled", "down") if host[state]]
+    return ", ".join(states) or "enabled"
 
 
 def _table(reports: dict[str, dict[str, Any]], by: str) -> Table:

@@ -273,13 +273,21 @@ def capacity(
     flavor: cli_capacity.FlavorOption = None,
     by: cli_capacity.ByOption = "az",
     as_json: cli_operator.JsonOption = False,
+    include_unavailable: cli_capacity.IncludeUnavailableOption = False,
 ) -> None:
     """How many instances of each flavor still fit, by zone, aggregate or host.
 
-    With free capacity per class: the GET /capacity report, read from the database."""
+    With free capacity per class: the GET /capacity report, read from the database.
+    Hosts disabled or down are left out (and counted apart) unless --include-unavailable."""
     settings = command_settings()
     with database_errors(settings.database_url):
-        cli_capacity.capacity(settings, options=flavor or [], by=by, as_json=as_json)
+        cli_capacity.capacity(
+            settings,
+            options=flavor or [],
+            by=by,
+            as_json=as_json,
+            include_unavailable=include_unavailable,
+        )
 
 
 @cli_operator.policy_app.command("list")

@@ -1,7 +1,8 @@
 """The capacity report as Prometheus gauges, beside the exporter-compatible ones.
 
 Per flavor of ``PLACEMENT_CAPACITY_FLAVORS_FILE``: instances that fit in
-the cloud, per aggregate and per availability zone; per resource class:
+the cloud, per aggregate and per availability zone (hosts disabled or down
+left out, and counted apart); per resource class:
 capacity, used, free (cloud and per zone) and the overcommitted share. They
 are computed from one capacity report per scrape interval: an object owned
 by the app keeps them for ``PLACEMENT_CAPACITY_METRICS_INTERVAL`` seconds,
@@ -53,7 +54,15 @@ def _usage_families(report: dict[str, Any]) -> list[GaugeMetricFamily]:
     for zone in report["availability_zones"]:
         for name, figures in zone["resources"].items():
             zone_free.add_metric([zone["name"], name], figures["free"])
-    return [*per_class.values(), zone_free]
+    unavailable = _gauge(
+        "unavailable_hosts",
+        "Hosts left out of every capacity gauge: disabled (COMPUTE_STATUS_DISABLED) or "
+        "down (heartbeats missed); a host both is counted in each.",
+        ["state"],
+    )
+    for state in ("disabled", "down"):
+        unavailable.add_metric([state], report["unavailable"][state])
+    return [*per_class.values(), zone_free, unavailable]
 
 
 def _fits_families(reports: dict[str, dict[str, Any]]) -> list[GaugeMetricFamily]:
@@ -68,14 +77,20 @@ def _fits_families(reports: dict[str, dict[str, Any]]) -> list[GaugeMetricFamily
         "Instances of the flavor that still fit in the availability zone.",
         ["flavor", "availability_zone"],
     )
+    more = _gauge(
+        "unavailable_fits",
+        "Instances of the flavor that would fit in addition on hosts disabled or down.",
+        ["flavor"],
+    )
     for flavor, report in reports.items():
         total.add_metric([flavor], report["fits"])
+        more.add_metric([flavor], report["unavailable"]["fits"])
         for aggregate in report["aggregates"]:
             labels = [aggregate["name"] or "", aggregate["availability_zone"] or ""]
             by_aggregate.add_metric([flavor, aggregate["uuid"], *labels], aggregate["fits"])
         for zone in report["availability_zones"]:
             by_zone.add_metric([flavor, zone["name"]], zone["fits"])
-    return [total, by_aggregate, by_zone]
+    return [total, more, by_aggregate, by_zone]
 
 
 class CapacityGauges:
@@ -86,9 +101,12 @@ class CapacityGauges:
         sources: CapacitySources,
         interval: float,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        missed_intervals: int,
     ) -> None:
         self._sources = sources
         self._interval = interval
+        self._missed_intervals = missed_intervals
         self._clock = clock
         self._families: list[Metric] = []
         self._computed_at: float | None = None
@@ -113,7 +131,12 @@ class CapacityGauges:
         async with unit_of_work(factory, write=False) as session:
             with collector_paused():
                 reports = await capacity_reports(
-                    session, self._sources.flavors, self._sources.zones, (AGGREGATE, ZONE), skipped
+                    session,
+                    self._sources.flavors,
+                    self._sources.zones,
+                    (AGGREGATE, ZONE),
+                    skipped,
+                    missed_intervals=self._missed_intervals,
                 )
         for reason in skipped:
             LOG.warning("capacity gauges leave out flavor %s", reason)

@@ -32,7 +32,9 @@ def create_metrics_app(settings: Settings) -> FastAPI:
             engine, on_connection_wait=CONNECTION_WAIT_SECONDS.observe
         )
         app.state.capacity_gauges = CapacityGauges(
-            CapacitySources.from_settings(settings), settings.capacity_metrics_interval
+            CapacitySources.from_settings(settings),
+            settings.capacity_metrics_interval,
+            missed_intervals=settings.heartbeat_missed_intervals,
         )
         try:
             yield

@@ -84,7 +84,11 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "figures only.",
         "required": _TRAITS + " Always in 1.39's syntax.",
         "member_of": _MEMBER_OF + " Always in 1.39's syntax.",
-        "by": "Breakdowns to include, comma-separated: `host`, `aggregate`, `az`; default all.",
+        "by": "Breakdowns to include, comma-separated: `host`, `aggregate`, `az`; default all "
+        "the caller may see (`host` needs policy `placement:capacity:hosts:read`).",
+        "include_unavailable": "`true`: count hosts that are disabled (COMPUTE_STATUS_DISABLED) "
+        "or down (heartbeats missed) too; default `false`: leave them out, counted apart "
+        "in `unavailable`.",
     },
     "listHeartbeats": {
         "alive": "`true`: only hosts alive at `now`; `false`: only hosts down.",

@@ -19,6 +19,7 @@ from placement_api.domain.capacity_report.report import capacity_reports
 from placement_api.domain.capacity_report.zones import ZoneMap
 from placement_api.domain.changes import recording_session_factory
 from placement_api.serving.gc_policy import collector_paused
+from placement_api.settings import Settings
 from placement_api.web.capacity_query import parse_flavor
 
 # ``:required=`` and ``:member_of=`` end the resources of a --flavor value.
@@ -39,12 +40,20 @@ def parse_flavor_option(text: str) -> Flavor | str:
 
 
 async def run_capacity(
-    database_url: str, flavors: Sequence[Flavor], zones: ZoneMap, by: str
+    settings: Settings, flavors: Sequence[Flavor], zones: ZoneMap, by: str, *, include: bool
 ) -> dict[str, dict[str, Any]]:
-    engine = create_engine(database_url, pool_size=1)
+    """``include``: count hosts disabled or down too."""
+    engine = create_engine(settings.database_url, pool_size=1)
     try:
         async with unit_of_work(recording_session_factory(engine), write=False) as session:
             with collector_paused():
-                return await capacity_reports(session, flavors, zones, (by,))
+                return await capacity_reports(
+                    session,
+                    flavors,
+                    zones,
+                    (by,),
+                    missed_intervals=settings.heartbeat_missed_intervals,
+                    include_unavailable=include,
+                )
     finally:
         await engine.dispose()

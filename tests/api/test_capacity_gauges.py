@@ -100,3 +100,17 @@ async def test_gauges_follow_usage_without_an_interval(api: PlacementClient) -> 
     await scrape(api)
     await trees.allocate({"host-n": {"VCPU": 2}})
     assert value(await scrape(api), "placement_capacity_fits", flavor="small") == 6
+
+
+async def test_a_disabled_host_is_left_out_of_the_gauges_and_counted_apart(
+    api: PlacementClient,
+) -> None:
+    trees = await _cloud(api)
+    await trees.set_traits("host-n", ["COMPUTE_STATUS_DISABLED"])
+    samples = await scrape(api)
+    # small: east's 6 only; host-n's 2 are counted apart.
+    assert value(samples, "placement_capacity_fits", flavor="small") == 6
+    assert value(samples, "placement_capacity_unavailable_fits", flavor="small") == 2
+    assert value(samples, "placement_capacity_unavailable_hosts", state="disabled") == 1
+    assert value(samples, "placement_capacity_unavailable_hosts", state="down") == 0
+    assert value(samples, "placement_capacity_capacity", resource_class="VCPU") == 8

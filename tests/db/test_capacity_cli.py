@@ -154,3 +154,34 @@ def _rows(table: str) -> dict[str, list[str]]:
         if len(cells) > 1 and cells[0]:
             found[cells[0]] = cells[1:]
     return found
+
+
+async def test_a_disabled_host_is_left_out_and_counted_apart_unless_included(
+    api: PlacementClient, database_url: str, capacity_env: dict[str, str]
+) -> None:
+    await _cloud(api)
+    trees = TreeBuilder(api)
+    response = await api.get("/resource_providers?name=host-w")
+    trees.uuids["host-w"] = response.json()["resource_providers"][0]["uuid"]
+    await trees.set_traits("host-w", ["COMPUTE_STATUS_DISABLED"])
+    table = _capacity(database_url, capacity_env, "--flavor", "m1.small", "--by", "host")
+    assert table.returncode == 0, table.stderr
+    rows = _rows(table.stdout)
+    assert "host-w" not in rows
+    assert rows["all"][2] == "12"  # host-e1 and host-e2: 8 + 4
+    assert "10 m1.small more fit on 1 hosts that are down or disabled" in table.stdout
+    # Every host counted, each with its state.
+    counted = _capacity(
+        database_url,
+        capacity_env,
+        "--flavor",
+        "m1.small",
+        "--by",
+        "host",
+        "--include-unavailable",
+    )
+    assert counted.returncode == 0, counted.stderr
+    rows = _rows(counted.stdout)
+    assert (rows["host-w"][0], rows["host-e1"][0]) == ("disabled", "enabled")
+    assert rows["all"][2] == "22"
+    assert "of the fits, 10 m1.small are on them" in counted.stdout

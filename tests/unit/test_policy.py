@@ -175,6 +175,7 @@ def default_policies() -> dict[str, Policy]:
 EXTENSION_RULE_NAMES = {
     "placement:changes:list",
     "placement:capacity:read",
+    "placement:capacity:hosts:read",
     "placement:resource_providers:heartbeat:update",
     "placement:heartbeats:list",
 }

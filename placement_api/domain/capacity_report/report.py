@@ -10,6 +10,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from placement_api.domain.capacity_report.availability import (
+    Unavailable,
+    hosts_of,
+    read_unavailable,
+    without_hosts,
+)
 from placement_api.domain.capacity_report.counting import COUNTING, FlavorCounter
 from placement_api.domain.capacity_report.figures import CloudFigures, Sums, merged, summaries
 from placement_api.domain.capacity_report.flavor import Flavor, ResolvedFlavor, resolve_flavors
@@ -51,8 +57,19 @@ class ReportBuilder:
     figures, host groups and their views are worked out once, and the
     hosts' views only when ``by`` asks for them."""
 
-    def __init__(self, snapshot: Snapshot, zones: ZoneMap, by: Collection[str]) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        zones: ZoneMap,
+        by: Collection[str],
+        unavailable: Unavailable | None = None,
+    ) -> None:
         layout = self.layout = Layout(snapshot)
+        unavailable = unavailable or Unavailable()
+        # Per host position, whether it is disabled and whether it is down.
+        self._states = [
+            (root in unavailable.disabled, root in unavailable.down) for root in layout.hosts
+        ]
         figures = CloudFigures(layout)
         uuids = snapshot.aggregate_uuids
         none: frozenset[int] = frozenset()
@@ -122,6 +139,11 @@ class ReportBuilder:
         resources = summaries(merged(part.sums for part in parts))
         return _Group(head, positions, resources, closed)
 
+    def fits(self, flavor: ResolvedFlavor) -> int:
+        """How many instances of the flavor fit in the whole cloud."""
+        counter = FlavorCounter(self.layout, flavor.group)
+        return counter.count(range(len(self.layout.hosts)), closed=True)
+
     def report(
         self, flavor: ResolvedFlavor | None, by: Collection[str] = BREAKDOWNS
     ) -> dict[str, Any]:
@@ -144,28 +166,32 @@ class ReportBuilder:
     def _hosts(self, counter: FlavorCounter | None) -> list[dict[str, Any]]:
         named = self.layout.snapshot.named
         heads = [named[root] for root in self.layout.hosts]
-        rows = zip(heads, self._tails, self._views, strict=True)
+        rows = zip(heads, self._states, self._tails, self._views, strict=True)
         if counter is None:
             return [
                 {
                     "uuid": u,
                     "name": n,
+                    "disabled": disabled,
+                    "down": down,
                     "aggregates": m.aggregates,
                     "availability_zones": m.zones,
                     "resources": r,
                 }
-                for (u, n), m, r in rows
+                for (u, n), (disabled, down), m, r in rows
             ]
         return [
             {
                 "uuid": u,
                 "name": n,
                 "fits": fits,
+                "disabled": disabled,
+                "down": down,
                 "aggregates": m.aggregates,
                 "availability_zones": m.zones,
                 "resources": r,
             }
-            for ((u, n), m, r), fits in zip(rows, counter.alone, strict=True)
+            for ((u, n), (disabled, down), m, r), fits in zip(rows, counter.alone, strict=True)
         ]
 
     @staticmethod
@@ -183,12 +209,39 @@ async def capacity_reports(
     zones: ZoneMap,
     by: Collection[str] = BREAKDOWNS,
     skipped: list[str] | None = None,
+    *,
+    missed_intervals: int,
+    include_unavailable: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Per flavor name, its report; with no flavor, the usage figures under "".
+    Hosts disabled or down (``missed_intervals``: the heartbeats' rule) are left
+    out unless ``include_unavailable``; either way the answer's ``unavailable``
+    says how many there are and how many instances fit only on them.
     ``skipped``: see ``resolve_flavors``."""
     resolved = await resolve_flavors(session, flavors, skipped)
     trait_ids = frozenset().union(*(flavor.trait_ids for flavor in resolved))
-    builder = ReportBuilder(await read_snapshot(session, trait_ids), zones, by)
+    snapshot = await read_snapshot(session, trait_ids)
+    unavailable = hosts_of(snapshot, await read_unavailable(session, missed_intervals))
+    available = without_hosts(snapshot, unavailable.hosts)
+    builder = ReportBuilder(snapshot if include_unavailable else available, zones, by, unavailable)
+    # The other side, for the instances only unavailable hosts could take.
+    other = None
+    if unavailable.hosts and resolved:
+        other = ReportBuilder(available if include_unavailable else snapshot, zones, ())
+    head = {
+        "hosts": len(unavailable.hosts),
+        "disabled": len(unavailable.disabled),
+        "down": len(unavailable.down),
+        "included": include_unavailable,
+    }
     if not resolved:
-        return {"": builder.report(None, by)}
-    return {flavor.name: builder.report(flavor, by) for flavor in resolved}
+        return {"": {**builder.report(None, by), "unavailable": head}}
+    reports = {}
+    for flavor in resolved:
+        report = builder.report(flavor, by)
+        extra = 0
+        if other is not None:
+            counted, otherwise = report["fits"], other.fits(flavor)
+            extra = max(0, counted - otherwise if include_unavailable else otherwise - counted)
+        reports[flavor.name] = {**report, "unavailable": {**head, "fits": extra}}
+    return reports

@@ -17,6 +17,11 @@ class CapacityQuery(RequestModel):
     required: str | None = None
     member_of: str | None = None
     by: str | None = Field(default=None, pattern=BY_PATTERN)
+    include_unavailable: str | None = Field(
+        default=None,
+        pattern="^(true|false)$",
+        description="`true`: count hosts disabled or down too (default `false`).",
+    )
 
 
 class HostResource(ResponseModel):
@@ -45,6 +50,8 @@ class CapacityHost(ResponseModel):
     uuid: str
     name: str
     fits: int | None = Field(default=None, description="With `resources`: this host alone.")
+    disabled: bool = Field(description="Its root provider holds COMPUTE_STATUS_DISABLED.")
+    down: bool = Field(description="Its agent missed its heartbeats (docs/liveness.md).")
     aggregates: list[str]
     availability_zones: list[str]
     resources: dict[str, HostResource]
@@ -73,8 +80,23 @@ class SharingProvider(ResponseModel):
     resources: dict[str, HostResource]
 
 
+class Unavailable(ResponseModel):
+    """Hosts disabled or down: left out of every figure unless `include_unavailable=true`."""
+
+    hosts: int = Field(description="Hosts disabled, down or both.")
+    disabled: int
+    down: int
+    included: bool = Field(description="Whether they are counted in this answer's figures.")
+    fits: int | None = Field(
+        default=None,
+        description="With `resources`: instances that fit only because of them (left out: "
+        "how many more would fit with them; included: how many of `fits` need them).",
+    )
+
+
 class CapacityReport(ResponseModel):
-    """Keys of breakdowns not asked for in `by` are absent; `fits` keys need `resources`."""
+    """Keys of breakdowns not asked for in `by` are absent; `fits` keys need `resources`;
+    `hosts` and `sharing_providers` need policy `placement:capacity:hosts:read`."""
 
     fits: int | None = Field(default=None, description="With `resources`: the whole cloud.")
     counting: str
@@ -82,4 +104,5 @@ class CapacityReport(ResponseModel):
     hosts: list[CapacityHost] | None = None
     aggregates: list[CapacityAggregate] | None = None
     availability_zones: list[CapacityZone] | None = None
-    sharing_providers: list[SharingProvider]
+    sharing_providers: list[SharingProvider] | None = None
+    unavailable: Unavailable

@@ -316,7 +316,10 @@ class Settings(BaseSettings):
         "user and project.",
     )
     healthcheck_timeout: float = Field(
-        default=2.0, gt=0, description="Seconds /healthcheck waits for the database."
+        default=2.0,
+        gt=0,
+        description="Seconds /healthcheck waits for the database; also how long /metrics "
+        "waits for its inventory figures before it answers openstack_placement_up 0.",
     )
     healthcheck_disable_file: Path | None = Field(
         default=None,

@@ -20,6 +20,7 @@ class InventoryFigures:
     reserved: int
     used: int
     allocation_ratio: float
+    generation: int  # the provider's
 
 
 async def inventory_figures(session: AsyncSession) -> list[InventoryFigures]:
@@ -32,6 +33,7 @@ async def inventory_figures(session: AsyncSession) -> list[InventoryFigures]:
             Inventory.reserved,
             Inventory.used,
             Inventory.allocation_ratio,
+            ResourceProvider.generation,
         )
         .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
         .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
@@ -46,6 +48,7 @@ async def inventory_figures(session: AsyncSession) -> list[InventoryFigures]:
             reserved=reserved,
             used=used,
             allocation_ratio=ratio,
+            generation=generation,
         )
-        for host, resource_class, total, reserved, used, ratio in rows
+        for host, resource_class, total, reserved, used, ratio, generation in rows
     ]

@@ -105,6 +105,11 @@ class CapacityCollector(Collector):
                 "placement resource allocation ratio",
                 labels=labels,
             ),
+            "generation": GaugeMetricFamily(
+                "openstack_placement_resource_generation",
+                "placement resource provider generation",
+                labels=labels,
+            ),
         }
         for row in self._rows:
             key = [row.hostname, row.resource_class]
@@ -112,6 +117,7 @@ class CapacityCollector(Collector):
             families["usage"].add_metric(key, row.used)
             families["reserved"].add_metric(key, row.reserved)
             families["ratio"].add_metric(key, row.allocation_ratio)
+            families["generation"].add_metric(key, row.generation)
         return iter(families.values())
 
 
@@ -119,14 +125,28 @@ def multiprocess_enabled() -> bool:
     return bool(os.environ.get(MULTIPROC_DIR_VARIABLE))
 
 
-def exposition(capacity: Sequence[InventoryFigures], *extra: Collector) -> tuple[bytes, str]:
-    """The text format body and its content type: process metrics plus capacity
-    (and the ``extra`` collectors: the capacity report's gauges)."""
+class UpCollector(Collector):
+    """openstack-exporter's ``openstack_placement_up``: 1 while the database answers."""
+
+    def __init__(self, up: bool) -> None:
+        self._up = up
+
+    def collect(self) -> Iterable[Metric]:
+        yield GaugeMetricFamily("openstack_placement_up", "up", value=1 if self._up else 0)
+
+
+def exposition(
+    capacity: Sequence[InventoryFigures], *extra: Collector, up: bool
+) -> tuple[bytes, str]:
+    """The text format body and its content type: process metrics, whether the
+    database answered (``up``), capacity (and the ``extra`` collectors: the
+    capacity report's gauges)."""
     registry = CollectorRegistry()
     if multiprocess_enabled():
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     else:
         registry.register(_Forward(REGISTRY))
+    registry.register(UpCollector(up))
     registry.register(CapacityCollector(capacity))
     for collector in extra:
         registry.register(collector)

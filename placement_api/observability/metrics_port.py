@@ -47,7 +47,7 @@ def create_metrics_app(settings: Settings) -> FastAPI:
     async def scrape(request: Request) -> Response:
         factory: SessionFactory = request.app.state.session_factory
         gauges: CapacityGauges = request.app.state.capacity_gauges
-        return await metrics_response(factory, gauges)
+        return await metrics_response(factory, gauges, settings.healthcheck_timeout)
 
     return app
 

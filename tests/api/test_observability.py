@@ -223,6 +223,8 @@ async def test_capacity_gauges_follow_inventories_and_usage(
     assert value(samples, "openstack_placement_resource_reserved", **labels) == 2
     assert value(samples, "openstack_placement_resource_usage", **labels) == 3
     assert value(samples, "openstack_placement_resource_allocation_ratio", **labels) == 4.0
+    generation = (await api.get(f"/resource_providers/{host}")).json()["generation"]
+    assert value(samples, "openstack_placement_resource_generation", **labels) == generation > 0
     memory = {"hostname": "compute-1", "resourcetype": "MEMORY_MB"}
     assert value(samples, "openstack_placement_resource_usage", **memory) == 0
     assert value(samples, "openstack_placement_resource_total", **memory) == 4096

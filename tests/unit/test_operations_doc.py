@@ -19,8 +19,9 @@ def test_every_metric_is_documented() -> None:
         for value in vars(metrics).values()
         if isinstance(value, MetricWrapperBase)
     ]
-    row = InventoryFigures("h", "VCPU", 1, 0, 0, 1.0)
+    row = InventoryFigures("h", "VCPU", 1, 0, 0, 1.0, 0)
     names += [family.name for family in metrics.CapacityCollector([row]).collect()]
+    names += [family.name for family in metrics.UpCollector(up=True).collect()]
     assert len(names) > 10
     guide = GUIDE.read_text()
     assert [name for name in names if f"`{name}`" not in guide] == []

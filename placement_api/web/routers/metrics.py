@@ -26,4 +26,6 @@ async def scrape(request: Request) -> Response:
     context = await shared.authenticator.authenticate(request.headers, request.state.request_id)
     request.state.context = context
     shared.policy.authorize(base_policies.ADMIN_API, context)
-    return await metrics_response(shared.session_factory, shared.capacity_gauges)
+    return await metrics_response(
+        shared.session_factory, shared.capacity_gauges, shared.settings.healthcheck_timeout
+    )

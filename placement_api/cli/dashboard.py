@@ -11,6 +11,7 @@ import uvicorn
 from rich.console import Console
 
 from placement_api.dashboard.flavors import parse_flavors
+from placement_api.dashboard.hosts import allowed_hosts
 from placement_api.dashboard.live import LiveOptions, LiveSnapshot
 from placement_api.dashboard.web import create_dashboard_app
 from placement_api.serving.addresses import is_loopback
@@ -38,6 +39,14 @@ def dashboard(
     flavor: Annotated[
         list[str] | None,
         typer.Option(help="NAME=RC:N,... whose fits are shown; repeat for more flavors."),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            envvar="PLACEMENT_DASHBOARD_ALLOWED_HOSTS",
+            help="A name (or address) browsers reach the page by, besides localhost and "
+            "--host; repeat for more. Requests for any other Host get a 400 (DNS rebinding).",
+        ),
     ] = None,
     allow_remote: Annotated[
         bool,
@@ -72,7 +81,8 @@ def dashboard(
     live = LiveSnapshot(
         client, flavors, LiveOptions(debounce=debounce, liveness_interval=liveness_interval)
     )
-    app = create_dashboard_app(live, on_close=client.aclose)
+    allowed = allowed_hosts(host, allowed_host or [])
+    app = create_dashboard_app(live, on_close=client.aclose, allowed_hosts=allowed)
     console.print(f"Dashboard on http://{host}:{port}/")
     config = uvicorn.Config(
         app,

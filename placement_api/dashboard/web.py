@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from pathlib import Path
 from typing import Any, get_args
 
 import orjson
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from placement_api.dashboard.hosts import HostCheck
 from placement_api.dashboard.live import LiveSnapshot
 from placement_api.dashboard.snapshot import HostFilter, HostOrder, host_page
 
@@ -43,9 +45,13 @@ class BadQuery(ValueError):
 
 
 def create_dashboard_app(
-    live: LiveSnapshot, on_close: Callable[[], Awaitable[None]] | None = None
+    live: LiveSnapshot,
+    on_close: Callable[[], Awaitable[None]] | None = None,
+    *,
+    allowed_hosts: Collection[str],
 ) -> Starlette:
-    """The ASGI app; its lifespan runs ``live``'s loops and then ``on_close``."""
+    """The ASGI app; its lifespan runs ``live``'s loops and then ``on_close``. It
+    answers only requests whose ``Host`` names one of ``allowed_hosts``."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -104,6 +110,7 @@ def create_dashboard_app(
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         lifespan=lifespan,
+        middleware=[Middleware(HostCheck, allowed=allowed_hosts)],
     )
 
 

@@ -128,3 +128,20 @@ async def test_per_host_detail_is_for_administrators_by_default(api: PlacementCl
     shown = await _report(api, "")  # an administrator: every breakdown by default
     assert [h["name"] for h in shown["hosts"]] == ["compute-1"]
     assert shown["sharing_providers"] == []
+
+
+async def test_each_host_counts_the_consumers_holding_allocations_in_its_tree(
+    api: PlacementClient,
+) -> None:
+    trees = TreeBuilder(api)
+    await trees.provider("compute-1", inventory={"VCPU": 8})
+    await trees.provider("numa-0", parent="compute-1", inventory={"MEMORY_MB": 4096})
+    await trees.provider("compute-2", inventory={"VCPU": 8})
+    # Two instances on compute-1 (one across root and cell), none on compute-2.
+    await trees.allocate({"compute-1": {"VCPU": 1}, "numa-0": {"MEMORY_MB": 512}})
+    await trees.allocate({"compute-1": {"VCPU": 2}})
+    report = await _report(api, "?by=host")
+    assert {h["name"]: h["consumers"] for h in report["hosts"]} == {
+        "compute-1": 2,
+        "compute-2": 0,
+    }

@@ -4,7 +4,7 @@ in total and by host, aggregate and availability zone."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,11 @@ from placement_api.domain.capacity_report.counting import COUNTING, FlavorCounte
 from placement_api.domain.capacity_report.figures import CloudFigures, Sums, merged, summaries
 from placement_api.domain.capacity_report.flavor import Flavor, ResolvedFlavor, resolve_flavors
 from placement_api.domain.capacity_report.layout import Layout
-from placement_api.domain.capacity_report.snapshot import Snapshot, read_snapshot
+from placement_api.domain.capacity_report.snapshot import (
+    Snapshot,
+    read_consumer_counts,
+    read_snapshot,
+)
 from placement_api.domain.capacity_report.zones import ZoneMap
 
 HOST, AGGREGATE, ZONE = "host", "aggregate", "az"
@@ -63,12 +67,15 @@ class ReportBuilder:
         zones: ZoneMap,
         by: Collection[str],
         unavailable: Unavailable | None = None,
+        consumers: Mapping[int, int] | None = None,
     ) -> None:
         layout = self.layout = Layout(snapshot)
         unavailable = unavailable or Unavailable()
-        # Per host position, whether it is disabled and whether it is down.
+        consumers = consumers or {}
+        # Per host position: whether it is disabled, whether it is down, its consumers.
         self._states = [
-            (root in unavailable.disabled, root in unavailable.down) for root in layout.hosts
+            (root in unavailable.disabled, root in unavailable.down, consumers.get(root, 0))
+            for root in layout.hosts
         ]
         figures = CloudFigures(layout)
         uuids = snapshot.aggregate_uuids
@@ -174,11 +181,12 @@ class ReportBuilder:
                     "name": n,
                     "disabled": disabled,
                     "down": down,
+                    "consumers": consumers,
                     "aggregates": m.aggregates,
                     "availability_zones": m.zones,
                     "resources": r,
                 }
-                for (u, n), (disabled, down), m, r in rows
+                for (u, n), (disabled, down, consumers), m, r in rows
             ]
         return [
             {
@@ -187,11 +195,14 @@ class ReportBuilder:
                 "fits": fits,
                 "disabled": disabled,
                 "down": down,
+                "consumers": consumers,
                 "aggregates": m.aggregates,
                 "availability_zones": m.zones,
                 "resources": r,
             }
-            for ((u, n), (disabled, down), m, r), fits in zip(rows, counter.alone, strict=True)
+            for ((u, n), (disabled, down, consumers), m, r), fits in zip(
+                rows, counter.alone, strict=True
+            )
         ]
 
     @staticmethod
@@ -223,7 +234,10 @@ async def capacity_reports(
     snapshot = await read_snapshot(session, trait_ids)
     unavailable = hosts_of(snapshot, await read_unavailable(session, missed_intervals))
     available = without_hosts(snapshot, unavailable.hosts)
-    builder = ReportBuilder(snapshot if include_unavailable else available, zones, by, unavailable)
+    consumers = await read_consumer_counts(session) if HOST in by else None
+    builder = ReportBuilder(
+        snapshot if include_unavailable else available, zones, by, unavailable, consumers
+    )
     # The other side, for the instances only unavailable hosts could take.
     other = None
     if unavailable.hosts and resolved:

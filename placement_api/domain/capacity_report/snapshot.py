@@ -15,12 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import case, select
+from sqlalchemy import case, distinct, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.driver import fetch_all, in_bound_list
 from placement_api.db.models import (
     Aggregate,
+    Allocation,
     Inventory,
     ProviderAggregate,
     ProviderTrait,
@@ -125,3 +126,22 @@ async def read_snapshot(session: AsyncSession, trait_ids: Iterable[int] = ()) ->
         traits_of=_grouped(trait_rows),
         sharing=frozenset(row[0] for row in sharing_rows),
     )
+
+
+async def read_consumer_counts(session: AsyncSession) -> dict[int, int]:
+    """Per root provider, how many consumers (instances, migrations) hold an
+    allocation in its tree; roots without any are absent. One statement::
+
+        SELECT coalesce(rp.root_provider_id, rp.id), count(DISTINCT a.consumer_id)
+        FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
+        GROUP BY 1
+    """
+    root = root_id()
+    rows = await fetch_all(
+        session,
+        select(root, func.count(distinct(Allocation.consumer_id)))
+        .select_from(Allocation)
+        .join(ResourceProvider, ResourceProvider.id == Allocation.resource_provider_id)
+        .group_by(root),
+    )
+    return {row[0]: row[1] for row in rows}

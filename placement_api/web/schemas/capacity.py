@@ -52,6 +52,9 @@ class CapacityHost(ResponseModel):
     fits: int | None = Field(default=None, description="With `resources`: this host alone.")
     disabled: bool = Field(description="Its root provider holds COMPUTE_STATUS_DISABLED.")
     down: bool = Field(description="Its agent missed its heartbeats (docs/liveness.md).")
+    consumers: int = Field(
+        description="Consumers (instances, migrations) holding an allocation in its tree."
+    )
     aggregates: list[str]
     availability_zones: list[str]
     resources: dict[str, HostResource]

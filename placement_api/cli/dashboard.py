@@ -58,6 +58,13 @@ def dashboard(
     liveness_interval: Annotated[
         float, typer.Option(min=1.0, help="Seconds between reads of GET /heartbeats.")
     ] = LiveOptions.liveness_interval,
+    history_step: Annotated[
+        float,
+        typer.Option(min=1.0, help="Seconds between the usage history's samples (in memory)."),
+    ] = LiveOptions.history_step,
+    history_hours: Annotated[
+        float, typer.Option(min=0.1, max=168.0, help="Hours of usage history kept (in memory).")
+    ] = LiveOptions.history_hours,
 ) -> None:
     """Serve a read-only page of capacity, kept live from the change feed.
 
@@ -78,9 +85,13 @@ def dashboard(
     except (*SETUP_ERRORS, ValueError) as error:
         console.print(f"[red]error:[/red] {error}", soft_wrap=True)
         raise typer.Exit(code=2) from None
-    live = LiveSnapshot(
-        client, flavors, LiveOptions(debounce=debounce, liveness_interval=liveness_interval)
+    live_options = LiveOptions(
+        debounce=debounce,
+        liveness_interval=liveness_interval,
+        history_step=history_step,
+        history_hours=history_hours,
     )
+    live = LiveSnapshot(client, flavors, live_options)
     allowed = allowed_hosts(host, allowed_host or [])
     app = create_dashboard_app(live, on_close=client.aclose, allowed_hosts=allowed)
     console.print(f"Dashboard on http://{host}:{port}/")

@@ -5,12 +5,12 @@ Three loops share one ``LiveSnapshot``:
 - the feed follower holds ``GET /changes?since=N&wait=S`` open; each answer
   with changes marks the snapshot stale (a 410 re-reads from the feed's
   current index);
-- the refresher waits for "stale", lets a burst of changes settle for
-  ``debounce`` seconds, then re-reads capacity: one re-read at a time, its
-  requests one after the other, so the API's load is bounded whatever the
-  write rate;
-- the liveness poller reads ``GET /heartbeats?alive=false`` every
-  ``liveness_interval`` seconds (heartbeats are not feed entries).
+- the refresher waits for "stale" (or one history step), lets a burst of
+  changes settle for ``debounce`` seconds, then re-reads capacity: one
+  re-read at a time, its requests one after the other, so the API's load is
+  bounded whatever the write rate; each re-read may add a history sample;
+- the liveness poller reads ``GET /heartbeats`` every ``liveness_interval``
+  seconds (heartbeats are not feed entries).
 
 Each new snapshot wakes the browsers' event streams (``wait_newer``).
 """
@@ -26,7 +26,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from placement_api.dashboard.flavors import FlavorSpec
-from placement_api.dashboard.snapshot import Json, Liveness, Snapshot, build_snapshot
+from placement_api.dashboard.history import History
+from placement_api.dashboard.snapshot import Json, Liveness, Reads, Snapshot, build_snapshot
 from placement_client import NotFound, PlacementClient, PlacementError
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 FEED_WAIT_SECONDS = 20  # below the client's 30 s timeout
 GONE = 410
 BREAKDOWNS = "host,aggregate,az"  # every breakdown the page shows
+GROUPS = "aggregate,az"
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class LiveOptions:
     liveness_interval: float = 10.0
     retry_interval: float = 5.0  # after a failed read, before the next try
     changes_kept: int = 30
+    history_step: float = 60.0  # seconds between usage samples (a re-read at least as often)
+    history_hours: float = 6.0
 
 
 class LiveSnapshot:
@@ -59,7 +63,8 @@ class LiveSnapshot:
         self._changes: collections.deque[Json] = collections.deque(maxlen=options.changes_kept)
         self._feed_index: int | None = None
         self._liveness = Liveness(available=False, reason="not read yet")
-        self._read: tuple[Json, dict[str, Json]] | None = None
+        self._read: Reads | None = None
+        self._history = History(options.history_step, options.history_hours)
         self._error: str | None = None
         self._read_at: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -123,11 +128,14 @@ class LiveSnapshot:
 
     async def _refresh_when_stale(self) -> None:
         while True:
-            await self._stale.wait()
+            # A quiet cloud is re-read once a history step too, for the history's sake.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stale.wait(), self._options.history_step)
             await asyncio.sleep(self._options.debounce)  # one re-read for a burst of changes
             self._stale.clear()
             try:
                 self._read = await self._read_capacity()
+                self._history.record(self._read)
                 self._read_at, self._error = _now(), None
             except PlacementError as error:
                 if _explain(error) != self._error:  # browsers re-read only when it says more
@@ -139,14 +147,18 @@ class LiveSnapshot:
                 continue
             await self._publish()
 
-    async def _read_capacity(self) -> tuple[Json, dict[str, Json]]:
-        usage: Json = await self._client.get("/capacity", params={"by": BREAKDOWNS})
+    async def _read_capacity(self) -> Reads:
+        """Usage of the hosts counted; every host with its state; each flavor's fits."""
+        usage: Json = await self._client.get("/capacity", params={"by": GROUPS})
+        hosts: Json = await self._client.get(
+            "/capacity", params={"by": "host", "include_unavailable": "true"}
+        )
         fits: dict[str, Json] = {}
         for flavor in self._flavors:
             fits[flavor.name] = await self._client.get(
                 "/capacity", params={"resources": flavor.resources, "by": BREAKDOWNS}
             )
-        return usage, fits
+        return Reads(usage, hosts, fits)
 
     async def _poll_liveness(self) -> None:
         while True:
@@ -162,11 +174,11 @@ class LiveSnapshot:
 
     async def _read_liveness(self) -> Liveness:
         try:
-            answer: Json = await self._client.get("/heartbeats", params={"alive": "false"})
+            answer: Json = await self._client.get("/heartbeats")
         except NotFound:
             # An API without heartbeats: liveness is unknown, not "all alive".
             return Liveness(available=False, reason="this API answers no GET /heartbeats")
-        return Liveness(available=True, now=answer["now"], down=tuple(answer["heartbeats"]))
+        return Liveness(available=True, now=answer["now"], beats=tuple(answer["heartbeats"]))
 
     async def _publish(self) -> None:
         async with self._publishing:
@@ -181,10 +193,9 @@ class LiveSnapshot:
             else:
                 # Built in a thread: at 10,000 hosts it takes a few hundred ms, during
                 # which the page's requests and event streams are still answered.
-                usage, fits = self._read
-                changes = list(self._changes)
+                changes, history = list(self._changes), self._history.samples()
                 self.snapshot = await asyncio.to_thread(
-                    build_snapshot, usage, fits, self._liveness, changes, **state
+                    build_snapshot, self._read, self._liveness, changes, history, **state
                 )
         self._wake()
 

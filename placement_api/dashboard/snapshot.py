@@ -1,10 +1,13 @@
 """What the page shows, built from the API's answers: pure functions, no I/O.
 
-A ``Snapshot`` is made from one ``GET /capacity`` without resources (usage
-per host and class, the aggregate and zone breakdowns), one ``GET /capacity``
-per flavor (its fits) and the last ``GET /heartbeats?alive=false``. Browsers
-read it through two views: the summary (totals, zones, aggregates, down and
-over-capacity hosts, recent changes) and one page of hosts at a time.
+A ``Snapshot`` is made from ``Reads``: ``GET /capacity`` without resources
+(usage per class, the aggregate and zone breakdowns, hosts disabled or down
+left out and counted apart), ``GET /capacity?by=host&include_unavailable=true``
+(every host, with its state, zones, aggregates and consumers), one ``GET
+/capacity`` per flavor (its fits) and the last ``GET /heartbeats`` (liveness
+and the utilisation the agents send). Browsers read it through two views:
+the summary (totals, zones, aggregates, down and over-capacity hosts, recent
+changes, the usage history) and one page of hosts at a time.
 """
 
 from __future__ import annotations
@@ -14,22 +17,37 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Json = dict[str, Any]
-HostFilter = Literal["all", "over", "down"]
+HostFilter = Literal["all", "over", "down", "disabled"]
 HostOrder = Literal["name", "usage", "free"]
 # Long lists in the summary are cut here; their full length is given beside them.
 LISTED_AT_MOST = 100
 HEARTBEAT_KEYS = ("resource_provider_uuid", "name", "last_seen", "down_after")
+# The agent's utilisation figures the page shows (docs/liveness.md).
+UTILISATION = ("cpu.percent", "memory.percent", "instances.cpu.percent")
 
 
 @dataclass(frozen=True)
 class Liveness:
-    """``GET /heartbeats?alive=false``'s answer; ``available`` False when the API
-    has no such route (404) or refused it: liveness is then unknown, not "all alive"."""
+    """``GET /heartbeats``' answer; ``available`` False when the API has no such
+    route (404) or refused it: liveness is then unknown, not "all alive"."""
 
     available: bool
     reason: str | None = None  # why it is not available
     now: str | None = None
-    down: tuple[Json, ...] = ()
+    beats: tuple[Json, ...] = ()
+
+    @property
+    def down(self) -> tuple[Json, ...]:
+        return tuple(beat for beat in self.beats if not beat.get("alive", True))
+
+
+@dataclass(frozen=True)
+class Reads:
+    """One re-read's answers (see the module's docstring)."""
+
+    usage: Json
+    hosts: Json
+    fits: Mapping[str, Json]
 
 
 @dataclass(frozen=True)
@@ -37,8 +55,14 @@ class HostRow:
     uuid: str
     name: str
     resources: Mapping[str, Json]
-    fits: Mapping[str, int]
+    fits: Mapping[str, int | None]  # None: not counted (disabled or down)
     down: bool
+    disabled: bool
+    consumers: int
+    zones: tuple[str, ...]
+    aggregates: tuple[str, ...]  # names where the aggregates file gives one, else uuids
+    utilisation: Mapping[str, float]
+    last_seen: str | None
     over_capacity: tuple[str, ...]  # the classes whose used exceeds capacity
     peak_share: float  # the highest used/capacity among its classes
     search_key: str
@@ -50,6 +74,12 @@ class HostRow:
             "resources": self.resources,
             "fits": self.fits,
             "down": self.down,
+            "disabled": self.disabled,
+            "consumers": self.consumers,
+            "zones": list(self.zones),
+            "aggregates": list(self.aggregates),
+            "utilisation": self.utilisation,
+            "last_seen": self.last_seen,
             "over_capacity": list(self.over_capacity),
         }
 
@@ -66,29 +96,43 @@ class Snapshot:
 
 
 def build_snapshot(
-    usage: Json,
-    fits: Mapping[str, Json],
+    reads: Reads,
     liveness: Liveness,
     changes: Iterable[Json],
+    history: Iterable[Json] = (),
     **state: Any,
 ) -> Snapshot:
     """The snapshot of these answers; ``state`` carries version, read_at, feed_index, error."""
-    down = {beat["resource_provider_uuid"] for beat in liveness.down}
+    usage, fits = reads.usage, reads.fits
+    beats = {beat["resource_provider_uuid"]: beat for beat in liveness.beats}
     # Indexed once per answer: a scan per host would be quadratic at 10,000 hosts.
     fits_by_host = {
-        flavor: {host["uuid"]: host["fits"] for host in answer["hosts"]}
+        flavor: {host["uuid"]: host["fits"] for host in answer.get("hosts") or []}
         for flavor, answer in fits.items()
     }
-    rows = tuple(sorted((_row(host, fits_by_host, down) for host in usage["hosts"]), key=_by_name))
-    names = {row.uuid: row.name for row in rows}
+    names = {a["uuid"]: a["name"] for a in usage.get("aggregates") or [] if a.get("name")}
+    rows = tuple(
+        sorted(
+            (_row(host, fits_by_host, beats, names) for host in reads.hosts.get("hosts") or []),
+            key=_by_name,
+        )
+    )
+    by_uuid = {row.uuid: row.name for row in rows}
     # Sharing providers (a disk pool) are not hosts, but can be over capacity too.
-    shared = (_row(provider, {}, set()) for provider in usage.get("sharing_providers") or [])
+    shared = (_row(p, {}, {}, {}) for p in reads.hosts.get("sharing_providers") or [])
     over = [row for row in (*rows, *shared) if row.over_capacity]
+    unavailable = usage.get("unavailable") or {}
     summary = {
         "counting": usage.get("counting"),
-        "host_count": len(rows),
+        "host_count": sum(1 for row in rows if not (row.down or row.disabled)),
         "resource_classes": usage.get("resource_classes", {}),
         "fits": {flavor: answer["fits"] for flavor, answer in fits.items()},
+        "unavailable": {
+            "hosts": unavailable.get("hosts", 0),
+            "down": unavailable.get("down", 0),
+            "disabled": unavailable.get("disabled", 0),
+            "fits": {f: (a.get("unavailable") or {}).get("fits", 0) for f, a in fits.items()},
+        },
         "availability_zones": _breakdown(usage.get("availability_zones") or [], fits, "name"),
         "aggregates": _breakdown(usage.get("aggregates") or [], fits, "uuid"),
         "liveness": _liveness(liveness),
@@ -96,21 +140,37 @@ def build_snapshot(
             "count": len(over),
             "hosts": [_over_capacity(row) for row in over[:LISTED_AT_MOST]],
         },
-        "changes": [describe_change(change, names) for change in changes],
+        "changes": [describe_change(change, by_uuid) for change in changes],
+        "history": list(history),
     }
     return Snapshot(flavors=tuple(fits), summary=summary, hosts=rows, **state)
 
 
-def _row(host: Json, fits_by_host: Mapping[str, dict[str, int]], down: set[str]) -> HostRow:
+def _row(
+    host: Json,
+    fits_by_host: Mapping[str, dict[str, int]],
+    beats: Mapping[str, Json],
+    aggregate_names: Mapping[str, str],
+) -> HostRow:
     resources: Mapping[str, Json] = host.get("resources", {})
     over = tuple(sorted(rc for rc, figures in resources.items() if figures["free"] < 0))
     shares = [_share(figures) for figures in resources.values()]
+    beat = beats.get(host["uuid"])
+    # The heartbeats are read more often than capacity: theirs is the fresher word.
+    down = not beat["alive"] if beat is not None else bool(host.get("down"))
+    metrics: Mapping[str, float] = (beat or {}).get("metrics") or {}
     return HostRow(
         uuid=host["uuid"],
         name=host["name"],
         resources=resources,
-        fits={flavor: hosts.get(host["uuid"], 0) for flavor, hosts in fits_by_host.items()},
-        down=host["uuid"] in down,
+        fits={flavor: hosts.get(host["uuid"]) for flavor, hosts in fits_by_host.items()},
+        down=down,
+        disabled=bool(host.get("disabled")),
+        consumers=int(host.get("consumers", 0)),
+        zones=tuple(host.get("availability_zones") or ()),
+        aggregates=tuple(aggregate_names.get(a, a) for a in host.get("aggregates") or ()),
+        utilisation={key: metrics[key] for key in UTILISATION if key in metrics},
+        last_seen=beat["last_seen"] if beat is not None else None,
         over_capacity=over,
         peak_share=max(shares, default=0.0),
         search_key=f"{host['name']} {host['uuid']}".lower(),
@@ -205,6 +265,8 @@ def host_page(
         rows = (row for row in rows if row.over_capacity)
     elif only == "down":
         rows = (row for row in rows if row.down)
+    elif only == "disabled":
+        rows = (row for row in rows if row.disabled)
     matched = list(rows)
     if order == "usage":
         matched.sort(key=lambda row: -row.peak_share)

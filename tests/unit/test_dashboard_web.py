@@ -36,6 +36,13 @@ async def test_the_page_forbids_inline_script_and_foreign_sources(dashboard: Asy
     assert (await dashboard.get("/static/dashboard.js")).status_code == 200
 
 
+async def test_the_page_says_it_is_loading_until_the_first_read(dashboard: AsyncClient):
+    """No blank page: before its script has read anything the page shows a loading note."""
+    page = (await dashboard.get("/")).text
+    assert '<p id="loading" class="loading">Loading' in page
+    assert '<main id="main" hidden>' in page
+
+
 async def test_before_the_first_read_the_summary_says_so_and_shows_no_numbers(
     dashboard: AsyncClient,
 ):

@@ -145,3 +145,25 @@ async def test_each_host_counts_the_consumers_holding_allocations_in_its_tree(
         "compute-1": 2,
         "compute-2": 0,
     }
+
+
+async def test_what_unavailable_hosts_would_add_counts_a_shared_pool_once(
+    api: PlacementClient,
+) -> None:
+    """Two hosts take disk from one 100 GB pool: with one disabled the other takes
+    all three instances the pool has room for, so the disabled host adds none."""
+    trees = TreeBuilder(api)
+    await trees.provider(
+        "disk-pool",
+        inventory={"DISK_GB": 100},
+        traits=["MISC_SHARES_VIA_AGGREGATE"],
+        aggregates=["pool"],
+    )
+    for name in ("host-1", "host-2"):
+        await trees.provider(name, inventory={"VCPU": 8}, aggregates=["pool"])
+    await trees.set_traits("host-1", ["COMPUTE_STATUS_DISABLED"])
+    report = await _report(api, "?resources=VCPU:1,DISK_GB:30")
+    assert (report["fits"], report["unavailable"]["fits"]) == (3, 0)
+    # Without the pool's limit the disabled host's own room is what it adds.
+    report = await _report(api, "?resources=VCPU:2")
+    assert (report["fits"], report["unavailable"]["fits"]) == (4, 4)

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 FEED_WAIT_SECONDS = 20  # below the client's 30 s timeout
 GONE = 410
+FORBIDDEN = 403
 BREAKDOWNS = "host,aggregate,az"  # every breakdown the page shows
 GROUPS = "aggregate,az"
 
@@ -148,17 +149,25 @@ class LiveSnapshot:
             await self._publish()
 
     async def _read_capacity(self) -> Reads:
-        """Usage of the hosts counted; every host with its state; each flavor's fits."""
+        """Usage of the hosts counted; every host with its state; each flavor's fits.
+        Credentials refused the per-host detail (403) still give the totals."""
         usage: Json = await self._client.get("/capacity", params={"by": GROUPS})
-        hosts: Json = await self._client.get(
-            "/capacity", params={"by": "host", "include_unavailable": "true"}
-        )
+        refused = None
+        try:
+            hosts: Json = await self._client.get(
+                "/capacity", params={"by": "host", "include_unavailable": "true"}
+            )
+        except PlacementError as error:
+            if error.status != FORBIDDEN:
+                raise
+            hosts, refused = {}, str(error)
+        by = GROUPS if refused else BREAKDOWNS
         fits: dict[str, Json] = {}
         for flavor in self._flavors:
             fits[flavor.name] = await self._client.get(
-                "/capacity", params={"resources": flavor.resources, "by": BREAKDOWNS}
+                "/capacity", params={"resources": flavor.resources, "by": by}
             )
-        return Reads(usage, hosts, fits)
+        return Reads(usage, hosts, fits, hosts_refused=refused)
 
     async def _poll_liveness(self) -> None:
         while True:

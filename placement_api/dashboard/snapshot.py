@@ -48,6 +48,8 @@ class Reads:
     usage: Json
     hosts: Json
     fits: Mapping[str, Json]
+    # Why the per-host detail could not be read (its policy refused it), if so.
+    hosts_refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,10 @@ def build_snapshot(
     unavailable = usage.get("unavailable") or {}
     summary = {
         "counting": usage.get("counting"),
-        "host_count": sum(1 for row in rows if not (row.down or row.disabled)),
+        # Unknown (None) when the host detail was refused.
+        "host_count": None
+        if reads.hosts_refused
+        else sum(1 for row in rows if not (row.down or row.disabled)),
         "resource_classes": usage.get("resource_classes", {}),
         "fits": {flavor: answer["fits"] for flavor, answer in fits.items()},
         "unavailable": {
@@ -142,6 +147,7 @@ def build_snapshot(
         },
         "changes": [describe_change(change, by_uuid) for change in changes],
         "history": list(history),
+        "host_detail": {"available": reads.hosts_refused is None, "reason": reads.hosts_refused},
     }
     return Snapshot(flavors=tuple(fits), summary=summary, hosts=rows, **state)
 

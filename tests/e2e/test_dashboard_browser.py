@@ -382,6 +382,38 @@ def test_a_token_the_api_refuses_shows_as_a_failure_not_as_live(
             _fits_the_window(browser, width, f"dashboard-refused-{backend}-{width}.png")
 
 
+def test_credentials_refused_the_host_detail_still_show_the_totals(
+    database_url: str, backend: str, browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    """placement:capacity:hosts:read refused: the fits and classes are shown, the
+    badge and a note say the host detail is missing and why."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text('"placement:capacity:hosts:read": "!"\n')
+    with (
+        live_server(database_url, PLACEMENT_POLICY_FILE=str(policy)) as server,
+        httpx.Client(base_url=server.url, headers=HEADERS, timeout=30) as api,
+    ):
+        _host(api, "compute-1", 16, 32768, 4.0)
+        with _dashboard(server.url) as dashboard_url:
+            browser.set_window_size(WIDTHS[0], 1200)
+            browser.get(dashboard_url)
+            seen: dict[str, Any] = {}
+
+            def degraded(driver: webdriver.Chrome) -> bool:
+                seen.update(driver.execute_script(READ_LAYOUT))
+                seen["fits"] = driver.execute_script(READ_PAGE)["fits"]
+                return seen["badge"] == "degraded: no host detail" and bool(seen["fits"])
+
+            try:
+                WebDriverWait(browser, UPDATE_WITHIN, poll_frequency=0.25).until(degraded)
+            except TimeoutException:
+                pytest.fail(f"the page never showed the missing host detail: {seen}")
+            assert seen["fits"]["total"] == {"small": "15", "large": "3"}
+            note = browser.find_element("id", "host-detail-note").text
+            assert "placement:capacity:hosts:read" in note
+            assert "403" in note
+
+
 def _fits_the_window(browser: webdriver.Chrome, width: int, screenshot: str) -> dict[str, Any]:
     """At ``width`` pixels: no horizontal overflow, no table clipped; a screenshot kept."""
     browser.set_window_size(width, 1500)

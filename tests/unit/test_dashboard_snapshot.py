@@ -190,3 +190,15 @@ def test_malformed_flavors_are_refused(text):
 def test_a_flavor_named_twice_is_refused():
     with pytest.raises(ValueError, match="more than once: a"):
         parse_flavors(["a=VCPU:1", "a=VCPU:2"])
+
+
+def test_without_the_host_detail_the_totals_remain_and_the_summary_says_why():
+    fits_only = {"one-cpu": {**FITS["one-cpu"], "hosts": None}}
+    reads = Reads(USAGE, {}, fits_only, hosts_refused="GET /capacity -> 403: no")
+    snapshot = build_snapshot(reads, Liveness(available=False), [], version=1)
+    assert snapshot.summary["host_detail"] == {
+        "available": False,
+        "reason": "GET /capacity -> 403: no",
+    }
+    assert (snapshot.summary["fits"], snapshot.summary["host_count"]) == ({"one-cpu": 6}, None)
+    assert host_page(snapshot)["hosts"] == []

@@ -86,6 +86,8 @@ function showState() {
     [text, kind] = ["reconnecting…", "lost"];
   } else if (s.liveness && !s.liveness.available && s.liveness.reason !== "not read yet") {
     [text, kind] = ["degraded: no liveness", "degraded"];
+  } else if (s.host_detail && !s.host_detail.available) {
+    [text, kind] = ["degraded: no host detail", "degraded"];
   }
   badge.textContent = text;
   badge.className = `pill ${kind}`.trim();
@@ -116,6 +118,11 @@ function showSummary(s) {
   showDown(s.liveness, s.unavailable);
   showOver(s.over_capacity);
   showChanges(s.changes || []);
+  const refused = s.host_detail && !s.host_detail.available;
+  $("host-detail-note").hidden = !refused;
+  $("host-detail-note").textContent = refused
+    ? `No host detail: the dashboard's credentials may not read it (policy placement:capacity:hosts:read): ${s.host_detail.reason}`
+    : "";
 }
 
 function showFits(s) {
@@ -139,7 +146,7 @@ function showFits(s) {
     }
     rows.push(tr);
   };
-  if (s.host_count !== undefined) row("total", "whole cloud", s.host_count, s.fits);
+  row("total", "whole cloud", s.host_count, s.fits);
   for (const zone of s.availability_zones || []) {
     row(`az:${zone.name}`, `zone ${zone.name}`, zone.hosts, zone.fits);
   }

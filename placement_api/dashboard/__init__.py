@@ -2,6 +2,8 @@
 
 It is a client of the API like any other (``placement_client``): it reads
 ``GET /capacity``, ``GET /heartbeats`` and follows ``GET /changes``, keeps one
-snapshot, and serves the page, small JSON views of the snapshot and
-server-sent events that tell browsers when it changed. See docs/dashboard.md.
+snapshot (and a usage history, ``history``, in memory), and serves the page,
+small JSON views of the snapshot and server-sent events that tell browsers
+when it changed, to requests addressed to it (``hosts``: the Host check).
+See docs/dashboard.md.
 """

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -14,10 +14,14 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from agent.pci_spec import PciDeviceSpec
+from flavors.cpu_set import format_cpu_set, parse_cpu_set
 from placement_client.auth import DEFAULT_API_URL, DEFAULT_SECTION, AuthOptions
 
 CONFIG_FILE_VARIABLE = "PLACEMENT_AGENT_CONFIG_FILE"
 DEFAULT_CONFIG_FILE = Path("/etc/placement-agent/agent.yaml")
+# Linux's NR_CPUS ceiling: no host numbers a CPU at or above it.
+MAX_HOST_CPUS = 8192
 
 
 class AgentSettings(BaseSettings):
@@ -118,7 +122,40 @@ class AgentSettings(BaseSettings):
         description="DISK_GB ratio of a new inventory when disk_allocation_ratio is unset.",
     )
     numa_providers: bool = Field(
-        default=False, description="Report NUMA cells as child providers with VCPU and memory."
+        default=False,
+        description=(
+            "Report NUMA cells as child providers (trait HW_NUMA_ROOT) with their VCPU, PCPU, "
+            "MEMORY_MB and huge pages; the root keeps DISK_GB."
+        ),
+    )
+    cpu_dedicated_set: str | None = Field(
+        default=None,
+        description=(
+            "Host CPUs for pinned guest CPUs, in Nova's syntax (0-3,8,^2): reported as PCPU "
+            "(ratio 1.0). Set without cpu_shared_set: no VCPU is reported."
+        ),
+    )
+    cpu_shared_set: str | None = Field(
+        default=None,
+        description=(
+            "Host CPUs for floating guest CPUs (Nova's syntax): reported as VCPU. Unset: every "
+            "host CPU when cpu_dedicated_set is unset too, else none."
+        ),
+    )
+    pci_device_spec: list[PciDeviceSpec] = Field(
+        default_factory=list,
+        description=(
+            "JSON list of PCI device rules (vendor_id, product_id, address, resource_class, "
+            "traits), as Nova's [pci] device_spec: each matching device becomes a child "
+            "provider (docs/agent.md)."
+        ),
+    )
+    enabled_mdev_types: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Mediated-device (vGPU) types to offer, as Nova's [devices] enabled_mdev_types: "
+            "each physical GPU offering one becomes a child provider with VGPU inventory."
+        ),
     )
     request_timeout: float = Field(
         default=10.0, gt=0, description="Seconds before a Placement request is abandoned."
@@ -143,6 +180,33 @@ class AgentSettings(BaseSettings):
     metrics_port: int | None = Field(
         default=None, ge=0, le=65535, description="Serve Prometheus metrics on this port."
     )
+
+    @field_validator("cpu_dedicated_set", "cpu_shared_set")
+    @classmethod
+    def _cpu_set_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_cpu_set(value, MAX_HOST_CPUS)
+        return value
+
+    @model_validator(mode="after")
+    def _cpu_sets_apart(self) -> Self:
+        both = self.dedicated_cpus() & (self.shared_cpus() or frozenset())
+        if both:
+            raise ValueError(
+                f"CPUs {format_cpu_set(both)} are in both cpu_dedicated_set and cpu_shared_set"
+            )
+        return self
+
+    def dedicated_cpus(self) -> frozenset[int]:
+        if self.cpu_dedicated_set is None:
+            return frozenset()
+        return parse_cpu_set(self.cpu_dedicated_set, MAX_HOST_CPUS)
+
+    def shared_cpus(self) -> frozenset[int] | None:
+        """None: not configured (every host CPU not dedicated, as Nova's legacy default)."""
+        if self.cpu_shared_set is None:
+            return None
+        return parse_cpu_set(self.cpu_shared_set, MAX_HOST_CPUS)
 
     @field_validator("api_url")
     @classmethod

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from agent.inventory import HostPlan, InventoryRecord, owned_child_uuids, resolve_inventories
+from agent.inventory import HostPlan, InventoryRecord, owns_child, resolve_inventories
 from agent.placement import AgentPlacement, ConsumerRecord, ProviderRecord, children_first
 from agent.relayout import Move, Relayout, TreeProvider, hold_back, plan_relayout
 from agent.reporter import ConflictRetriesExhausted, ProviderReport, Reporter, Sleep
@@ -82,7 +82,8 @@ class TreeKeeper:
                     planned, reports[planned.uuid]
                 )
         planned_uuids = {p.uuid for p in plan.providers}
-        owned = owned_child_uuids(plan.root.uuid)
+        root = plan.root.uuid
+        owned = {uuid for uuid, p in listed.items() if owns_child(root, uuid, p.name)}
         leaving = [uuid for uuid in listed if uuid in owned and uuid not in planned_uuids]
         report.foreign = sorted(set(listed) - owned - planned_uuids)
         for uuid in report.foreign:

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
-from agent.discovery import HostFacts, RawHost, build_host_facts
+from agent.discovery import HostFacts, RawDomain, RawHost, build_host_facts
 from agent.settings import AgentSettings
 from placement_api.db.engine import create_engine
 from tests.agent.conftest import ADMIN_HEADERS
@@ -39,8 +39,10 @@ CAPABLE_HOST_OPTIONS: dict[str, Any] = {
 }
 
 
-def recorded_host(settings: AgentSettings) -> HostFacts:
-    """The four-cell host with its devices, as libvirt would have answered."""
+def recorded_host(settings: AgentSettings, running: tuple[str, ...] = ()) -> HostFacts:
+    """The four-cell host with its devices, as libvirt would have answered; ``running``:
+    uuids of its running domains (1 vCPU, 512 MiB each: only their presence matters)."""
+    domains = [RawDomain(u, f"instance-{u[:8]}", True, [1, 524288, 524288, 1, 0]) for u in running]
     return build_host_facts(
         RawHost(
             hostname=settings.provider_name or "recorded",
@@ -50,7 +52,7 @@ def recorded_host(settings: AgentSettings) -> HostFacts:
             read_at=0.0,
             capabilities_xml=(DATA / "capabilities-four-cells.xml").read_text(),
             expanded_cpu_xml=None,
-            domains=(),
+            domains=domains,
             instances_disk_bytes=200 * _GIB,
             node_devices_xml=NODE_DEVICES,
         )

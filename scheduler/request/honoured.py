@@ -19,8 +19,8 @@ def check_honoured(spec: ScheduleRequest, settings: SchedulerSettings) -> None:
             if is_aggregate_key(key):
                 raise UnsupportedExtraSpec(key, _needs(AGGREGATE_FILTER, "aggregate metadata"))
     if NUMA_FILTER not in enabled and thread_policy(spec.extra_specs, spec.image) is not None:
-        raise UnsupportedExtraSpec("hw:cpu_thread_policy", _needs(NUMA_FILTER, "thread policy"))
+        raise UnsupportedExtraSpec("hw:cpu_thread_policy", _needs(NUMA_FILTER, "the thread policy"))
 
 
 def _needs(filter_name: str, what: str) -> str:
-    return f"a {what} the {filter_name} filter checks, and that filter is not enabled"
+    return f"{what} is checked by the {filter_name} filter, which is not enabled"

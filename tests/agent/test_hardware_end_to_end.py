@@ -162,7 +162,7 @@ async def test_each_request_lands_on_providers_that_have_it_and_a_host_without_i
         await client.aclose()
 
 
-async def test_thread_policy_is_refused_by_the_filter_with_its_reason(
+async def test_thread_policy_and_whole_host_huge_pages_are_refused_by_the_filter(
     agent_settings: Any, placement: httpx.Client, placement_server: PlacementServer, tmp_path: Path
 ) -> None:
     capable = await one_pass(
@@ -181,6 +181,18 @@ async def test_thread_policy_is_refused_by_the_filter_with_its_reason(
         required = {**isolate, "hw:cpu_thread_policy": "require"}
         chosen = await scheduler.schedule(request((2, 1024, required), only, str(uuid.uuid4())))
         assert chosen.selections[0].provider.uuid == capable.provider_uuid
+
+        # Huge pages reported for the whole host could come from two cells at once.
+        whole = agent_settings(tmp_path / "whole.xml", **CAPABLE_HOST_OPTIONS | {
+            "numa_providers": False})  # fmt: skip
+        summed = await one_pass(whole, recorded_host)
+        assert summed.provider_uuid is not None
+        pages = (2, 2048, {"hw:mem_page_size": "2MB"})
+        with pytest.raises(NoValidHostError) as refused:
+            await scheduler.schedule(
+                request(pages, aggregate_of(placement, summed.provider_uuid), str(uuid.uuid4()))
+            )
+        assert "reports its huge pages for the whole host" in refused.value.message
     finally:
         await scheduler.aclose()
         await client.aclose()

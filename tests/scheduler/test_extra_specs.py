@@ -187,3 +187,34 @@ async def test_every_nova_extra_spec_we_do_not_honour_is_a_400_naming_it(
         assert response.status_code == 400, name
         (error,) = response.json()["errors"]
         assert f"extra spec {name}:" in error["detail"], error["detail"]
+
+
+@pytest.mark.parametrize(
+    ("filters", "specs", "named"),
+    [
+        (
+            ["compute_enabled"],
+            {"ssd": "true"},
+            "extra spec ssd: aggregate metadata is checked by the aggregate_extra_specs",
+        ),
+        (
+            ["aggregate_extra_specs"],
+            {"hw:cpu_policy": "dedicated", "hw:cpu_thread_policy": "require"},
+            "extra spec hw:cpu_thread_policy: the thread policy is checked by the numa_topology",
+        ),
+    ],
+)
+async def test_a_spec_only_a_disabled_filter_honours_is_a_400(
+    filters: list[str], specs: dict[str, str], named: str
+) -> None:
+    settings = SchedulerSettings(
+        api_url=f"http://127.0.0.1:{free_port()}", request_timeout=2, enabled_filters=filters
+    )
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://scheduler") as http:
+            flavor = {"vcpus": 2, "memory_mb": 512, "extra_specs": specs}
+            response = await http.post("/v1/schedule", json={"flavor": flavor})
+    assert response.status_code == 400
+    assert named in response.json()["errors"][0]["detail"]

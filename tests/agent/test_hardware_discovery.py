@@ -97,6 +97,17 @@ def test_without_numa_providers_the_root_carries_pcpu_and_every_page_size():
     }  # fmt: skip
 
 
+def test_two_recorded_cells_each_report_their_own_shared_and_dedicated_cpus():
+    providers = by_name(
+        plan(
+            TWO_CELLS.numa_cells, numa_providers=True, cpu_shared_set="0,2", cpu_dedicated_set="1,3"
+        )
+    )
+    assert totals(providers["cn1_NUMA0"]) == {"VCPU": 1, "PCPU": 1, "MEMORY_MB": 16384}
+    assert totals(providers["cn1_NUMA1"]) == {"VCPU": 1, "PCPU": 1, "MEMORY_MB": 8192}
+    assert "HW_CPU_HYPERTHREADING" not in providers["cn1"].traits
+
+
 def test_no_cpu_sets_means_every_host_cpu_is_vcpu():
     assert totals(plan(cells=TWO_CELLS.numa_cells).root)["VCPU"] == 4
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from flavors.extra_specs import UnsupportedExtraSpec, check_understood
 from flavors.hardware import guest_shape
@@ -35,14 +35,20 @@ class Flavor(BaseModel):
     swap: int = Field(default=0, ge=0, description="Swap in MB, as in Nova.")
     extra_specs: dict[str, str] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _specs_understood(self) -> Self:
+    @field_validator("extra_specs")
+    @classmethod
+    def _specs_understood(cls, specs: dict[str, str]) -> dict[str, str]:
         """Everything but the configured PCI aliases, which only the scheduler knows."""
-        check_understood(self.extra_specs)
-        _parse_specs(self.extra_specs)
+        check_understood(specs)
+        _parse_specs(specs)
+        if ALIAS_SPEC in specs:
+            parse_alias_request(specs[ALIAS_SPEC])
+        return specs
+
+    @model_validator(mode="after")
+    def _shape_fits(self) -> Self:
+        """The hw: specs against the flavor's vCPUs and memory."""
         guest_shape(self.vcpus, self.memory_mb, self.extra_specs, {})
-        if ALIAS_SPEC in self.extra_specs:
-            parse_alias_request(self.extra_specs[ALIAS_SPEC])
         return self
 
 

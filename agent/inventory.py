@@ -184,12 +184,14 @@ def _plan_provider(
 ) -> ProviderPlan:
     is_root = parent_uuid is None
     custom = provider_config.custom_inventory_for(provider_uuid, name, is_root)
-    if clash := sorted(custom.keys() & standard.keys()):
+    reported = {rc for rc, record in standard.items() if record.total > 0}
+    if clash := sorted(custom.keys() & reported):
         raise ProviderConfigError(
             f"the provider config gives provider {name} {', '.join(clash)}, which the agent "
             "reports itself from the host; leave those to the agent"
         )
     config_traits = provider_config.custom_traits_for(provider_uuid, name, is_root)
+    # A class the host has none of (PCPU without cpu_dedicated_set) may be declared by hand.
     inventories = {**standard, **{rc: _custom_record(inv) for rc, inv in custom.items()}}
     return ProviderPlan(
         uuid=provider_uuid,
@@ -198,7 +200,7 @@ def _plan_provider(
         inventories={rc: record for rc, record in inventories.items() if record.total > 0},
         traits=derived_traits | config_traits,
         server_ratio_classes=frozenset(
-            rc for rc in standard if rc in _RATIO_OPTIONS and _ratio(rc, settings) is None
+            rc for rc in reported if rc in _RATIO_OPTIONS and _ratio(rc, settings) is None
         ),
         config_traits=config_traits,
     )

@@ -66,6 +66,8 @@ class FlavorGroups:
     forbidden: set[str]
     granular: tuple[RequestGroup, ...]
     group_policy: str | None
+    # Classes the hw: specs asked in their own groups or as PCPU: not to be added again.
+    shaped: frozenset[str] = frozenset()
 
 
 def flavor_groups(
@@ -111,17 +113,22 @@ def flavor_groups(
         forbidden=base.forbidden,
         granular=granular,
         group_policy=policy,
+        shaped=_shaped(shape.unnumbered, bool(shape.cells)),
     )
+
+
+def _shaped(unnumbered: dict[str, int], cells: bool) -> frozenset[str]:
+    if cells:
+        return frozenset({"VCPU", "PCPU", "MEMORY_MB"})
+    return frozenset({"VCPU", "PCPU"}) if "PCPU" in unnumbered else frozenset()
 
 
 def _reject_overlap(explicit: dict[str, int], shaped: dict[str, int], cells: bool) -> None:
     """``resources:VCPU`` beside ``hw:cpu_policy`` or guest cells would count twice."""
-    pinned = "PCPU" in shaped
-    for name in sorted(explicit.keys() & {"VCPU", "PCPU", "MEMORY_MB"}):
-        if cells or (pinned and name != "MEMORY_MB"):
-            raise UnsupportedExtraSpec(
-                f"resources:{name}", "conflicts with the hw: specs that already ask for it"
-            )
+    if twice := sorted(explicit.keys() & _shaped(shaped, cells)):
+        raise UnsupportedExtraSpec(
+            f"resources:{twice[0]}", "conflicts with the hw: specs that already ask for it"
+        )
 
 
 def _parse_specs(specs: dict[str, str]) -> tuple[dict[str, _GroupDraft], str | None]:

@@ -178,6 +178,11 @@ def resource_request(
             shaping[0], "an image property that shapes the guest needs a flavor to shape"
         )
     resources = dict(from_flavor.resources if from_flavor else {})
+    if from_flavor is not None and (twice := sorted(from_flavor.shaped & spec.resources.keys())):
+        raise ValueError(
+            f"resources {', '.join(twice)}: the flavor's hw: specs already ask for them "
+            "(guest cells or dedicated CPUs); give them there"
+        )
     resources.update(spec.resources)
     resources = {name: amount for name, amount in resources.items() if amount > 0}
     required = set(spec.required_traits) | (from_flavor.required if from_flavor else set())

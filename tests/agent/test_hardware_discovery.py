@@ -188,7 +188,10 @@ def test_provider_config_may_add_standard_classes_but_not_ones_the_agent_reports
     config = load_provider_config(path)
     root = build_host_plan(host, AgentSettings(), config, ROOT, "cn1").root
     assert root.inventories["FPGA"].total == 2
-    path.write_text(path.read_text().replace("FPGA", "VCPU"))
+    path.write_text(path.read_text().replace("FPGA", "PCPU"))
+    by_hand = build_host_plan(host, AgentSettings(), load_provider_config(path), ROOT, "cn1").root
+    assert by_hand.inventories["PCPU"].total == 2  # no cpu_dedicated_set: the host has none
+    path.write_text(path.read_text().replace("PCPU", "VCPU"))
     with pytest.raises(ProviderConfigError, match="VCPU, which the agent reports itself"):
         build_host_plan(host, AgentSettings(), load_provider_config(path), ROOT, "cn1")
 

@@ -142,6 +142,21 @@ def test_image_properties_shape_the_guest_and_must_not_contradict_the_flavor():
         ScheduleRequest.model_validate(without_flavor)
 
 
+def test_explicit_amounts_beside_the_hw_specs_that_ask_for_them_are_refused():
+    pinned = {"hw:cpu_policy": "dedicated"}
+    assert "conflicts with the hw: specs" in refused(
+        "resources:PCPU", **pinned, **{"resources:PCPU": "2"}
+    )
+    flavor = {"vcpus": 2, "memory_mb": 512, "extra_specs": pinned}
+    with pytest.raises(ValidationError, match="resources VCPU: the flavor's hw: specs"):
+        ScheduleRequest.model_validate({"flavor": flavor, "resources": {"VCPU": 2}})
+    # Without hw: specs an explicit amount still overrides the flavor's, as before.
+    plain = ScheduleRequest.model_validate(
+        {"flavor": {**flavor, "extra_specs": {}}, "resources": {"VCPU": 3}}
+    )
+    assert plain.flavor is not None
+
+
 def test_thread_policy_needs_dedicated_cpus():
     assert "dedicated only" in refused(
         "hw:cpu_thread_policy", **{"hw:cpu_thread_policy": "require"}

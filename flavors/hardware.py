@@ -63,7 +63,7 @@ def guest_shape(
                 f"guest cell {index} has {memory} MiB, not a whole number of its pages",
             )
         amounts = {VCPU: len(cpus - dedicated), PCPU: len(cpus & dedicated), memory_class: memory}
-        groups.append(RequestGroup(f"numa{index}", {rc: n for rc, n in amounts.items() if n > 0}))
+        groups.append(RequestGroup(f"_numa{index}", {rc: n for rc, n in amounts.items() if n > 0}))
     return GuestShape({}, tuple(groups), thread_policy)
 
 

@@ -107,7 +107,7 @@ def alias_groups(value: str, aliases: list[PciAlias]) -> list[RequestGroup]:
         for _ in range(count):
             groups.append(
                 RequestGroup(
-                    suffix=f"pci{len(groups)}",
+                    suffix=f"_pci{len(groups)}",
                     resources={alias.placement_class: 1},
                     required=alias.required_traits,
                 )

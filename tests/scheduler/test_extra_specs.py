@@ -49,7 +49,7 @@ def refused(key: str, **fields: Any) -> str:
 def test_dedicated_policy_asks_pcpu_from_one_provider_as_an_implicit_cell():
     found, cells = groups(**{"hw:cpu_policy": "dedicated"})
     assert found.resources == {"DISK_GB": 10}
-    assert cells == {"numa0": {"PCPU": 4, "MEMORY_MB": 4096}}
+    assert cells == {"_numa0": {"PCPU": 4, "MEMORY_MB": 4096}}
 
 
 def test_shared_policy_keeps_vcpu_in_the_unnumbered_group():
@@ -60,10 +60,11 @@ def test_shared_policy_keeps_vcpu_in_the_unnumbered_group():
 
 def test_mixed_policy_splits_by_the_dedicated_mask_and_its_exclusion_form():
     assert groups(**{"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "2-3"})[1] == {
-        "numa0": {"VCPU": 2, "PCPU": 2, "MEMORY_MB": 4096}
+        "_numa0": {"VCPU": 2, "PCPU": 2, "MEMORY_MB": 4096}
     }
     assert (
-        groups(**{"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "^0"})[1]["numa0"]["PCPU"] == 3
+        groups(**{"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "^0"})[1]["_numa0"]["PCPU"]
+        == 3
     )
     assert "both dedicated and shared" in refused(
         "hw:cpu_dedicated_mask", **{"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "0-3"}
@@ -81,16 +82,16 @@ def test_asymmetric_numa_cells_are_isolated_groups_with_their_own_cpus_and_memor
         },
     )  # fmt: skip
     assert cells == {
-        "numa0": {"PCPU": 2, "MEMORY_MB": 1024},
-        "numa1": {"PCPU": 4, "MEMORY_MB": 5120},
+        "_numa0": {"PCPU": 2, "MEMORY_MB": 1024},
+        "_numa1": {"PCPU": 4, "MEMORY_MB": 5120},
     }
     assert found.group_policy == "isolate"
 
 
 def test_even_split_and_the_ways_cells_can_be_wrong():
     assert groups(**{"hw:numa_nodes": "2"})[1] == {
-        "numa0": {"VCPU": 2, "MEMORY_MB": 2048},
-        "numa1": {"VCPU": 2, "MEMORY_MB": 2048},
+        "_numa0": {"VCPU": 2, "MEMORY_MB": 2048},
+        "_numa1": {"VCPU": 2, "MEMORY_MB": 2048},
     }
     assert "do not split evenly" in refused("hw:numa_nodes", vcpus=3, **{"hw:numa_nodes": "2"})
     cells = {"hw:numa_nodes": "2", "hw:numa_cpus.0": "0", "hw:numa_mem.0": "1024"}
@@ -103,9 +104,9 @@ def test_even_split_and_the_ways_cells_can_be_wrong():
 
 def test_page_size_asks_the_huge_page_class_in_mib():
     assert groups(**{"hw:mem_page_size": "2MB"})[1] == {
-        "numa0": {"VCPU": 4, "CUSTOM_HUGEPAGES_2MB": 4096}
+        "_numa0": {"VCPU": 4, "CUSTOM_HUGEPAGES_2MB": 4096}
     }
-    assert groups(**{"hw:mem_page_size": "1048576"})[1]["numa0"]["CUSTOM_HUGEPAGES_1GB"] == 4096
+    assert groups(**{"hw:mem_page_size": "1048576"})[1]["_numa0"]["CUSTOM_HUGEPAGES_1GB"] == 4096
     assert groups(**{"hw:mem_page_size": "small"})[0].resources["MEMORY_MB"] == 4096
     assert "name the size" in refused("hw:mem_page_size", **{"hw:mem_page_size": "large"})
     assert "whole number" in refused(
@@ -116,11 +117,11 @@ def test_page_size_asks_the_huge_page_class_in_mib():
 def test_pci_alias_asks_one_group_per_device_with_the_alias_class_and_traits():
     found, cells = groups(**{"pci_passthrough:alias": "nic:2,t4"})
     assert cells == {
-        "pci0": {"SRIOV_NET_VF": 1},
-        "pci1": {"SRIOV_NET_VF": 1},
-        "pci2": {"CUSTOM_PCI_10DE_1EB8": 1},
+        "_pci0": {"SRIOV_NET_VF": 1},
+        "_pci1": {"SRIOV_NET_VF": 1},
+        "_pci2": {"CUSTOM_PCI_10DE_1EB8": 1},
     }
-    assert {g.suffix: g.required for g in found.granular}["pci0"] == {"CUSTOM_PHYSNET_DATA"}
+    assert {g.suffix: g.required for g in found.granular}["_pci0"] == {"CUSTOM_PHYSNET_DATA"}
     assert "'gpu' is not configured" in refused(
         "pci_passthrough:alias", **{"pci_passthrough:alias": "gpu"}
     )
@@ -132,7 +133,7 @@ def test_vgpu_resources_stay_in_the_unnumbered_group():
 
 def test_image_properties_shape_the_guest_and_must_not_contradict_the_flavor():
     assert groups(image={"hw_cpu_policy": "dedicated"})[1] == {
-        "numa0": {"PCPU": 4, "MEMORY_MB": 4096}
+        "_numa0": {"PCPU": 4, "MEMORY_MB": 4096}
     }
     assert "image's hw_cpu_policy" in refused(
         "hw:cpu_policy", image={"hw_cpu_policy": "dedicated"}, **{"hw:cpu_policy": "shared"}

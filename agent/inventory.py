@@ -149,9 +149,10 @@ def build_host_plan(
                 f"{root_name}_{offer.address}",
                 root_uuid,
                 {offer.resource_class: record},
-                offer.traits,
+                frozenset(),
                 provider_config,
                 settings,
+                spec_traits=offer.traits,
             )
         )
     return HostPlan(root=root, children=tuple(children))
@@ -181,7 +182,10 @@ def _plan_provider(
     derived_traits: frozenset[str],
     provider_config: ProviderConfig,
     settings: AgentSettings,
+    spec_traits: frozenset[str] = frozenset(),
 ) -> ProviderPlan:
+    """``spec_traits``: from the device allowlist; remembered like the provider config's,
+    so a trait taken out of either is removed."""
     is_root = parent_uuid is None
     custom = provider_config.custom_inventory_for(provider_uuid, name, is_root)
     reported = {rc for rc, record in standard.items() if record.total > 0}
@@ -190,7 +194,7 @@ def _plan_provider(
             f"the provider config gives provider {name} {', '.join(clash)}, which the agent "
             "reports itself from the host; leave those to the agent"
         )
-    config_traits = provider_config.custom_traits_for(provider_uuid, name, is_root)
+    config_traits = provider_config.custom_traits_for(provider_uuid, name, is_root) | spec_traits
     # A class the host has none of (PCPU without cpu_dedicated_set) may be declared by hand.
     inventories = {**standard, **{rc: _custom_record(inv) for rc, inv in custom.items()}}
     return ProviderPlan(

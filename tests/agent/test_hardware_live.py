@@ -8,10 +8,11 @@ from typing import Any
 
 import httpx
 
+from agent.pci_spec import PciDeviceSpec
 from agent.reporting_pass import Outcome
 from tests.agent.conftest import one_pass
 from tests.agent.nodes import DATA
-from tests.agent.test_reporting_against_api import inventories
+from tests.agent.test_reporting_against_api import inventories, read
 from tests.agent.test_tree_changes import tree
 
 NODE = (DATA / "node-pci-mdev.xml").read_text()
@@ -83,3 +84,21 @@ async def test_device_providers_follow_the_node_devices_libvirt_serves(
     assert third.outcome is Outcome.SYNCED, third.error
     assert device_totals(placement, first.provider_uuid) == {"0000:3b:00.0": {"VGPU": 16}}
     assert third.tree.deleted != []
+
+
+async def test_a_trait_taken_out_of_the_device_spec_is_taken_off_the_device(
+    agent_settings: Any, placement: httpx.Client, tmp_path: Path
+) -> None:
+    node = tmp_path / "traits.xml"
+    node.write_text(NODE)
+    rule = {"vendor_id": "8086", "traits": ["PHYSNET_A"]}
+    settings = agent_settings(node, pci_device_spec=[rule])
+    first = await one_pass(settings)
+    nic = tree(placement, first.provider_uuid)[f"{first.provider_name}_0000:81:00.0"]
+    traits_path = f"/resource_providers/{nic['uuid']}/traits"
+    assert read(placement, traits_path)["traits"] == ["CUSTOM_PHYSNET_A"]
+
+    other_rule = PciDeviceSpec.model_validate(rule | {"traits": ["PHYSNET_B"]})
+    second = await one_pass(settings.model_copy(update={"pci_device_spec": [other_rule]}))
+    assert second.outcome is Outcome.SYNCED, second.error
+    assert read(placement, traits_path)["traits"] == ["CUSTOM_PHYSNET_B"]

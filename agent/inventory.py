@@ -92,8 +92,13 @@ def owns_child(root_uuid: str, child_uuid: str, child_name: str) -> bool:
     """The ownership rule of children under the root: a NUMA cell's uuid, or a device's
     derived from the PCI address that ends its name. Derived, not remembered, so it
     holds after a lost state directory or a rename."""
-    if child_uuid in _numa_child_uuids(root_uuid):
-        return True
+    return child_uuid in _numa_child_uuids(root_uuid) or is_device_child(
+        root_uuid, child_uuid, child_name
+    )
+
+
+def is_device_child(root_uuid: str, child_uuid: str, child_name: str) -> bool:
+    """A PCI device or GPU of the agent's: its uuid derived from the address ending its name."""
     address = _PCI_ADDRESS_SUFFIX.search(child_name)
     return address is not None and device_child_uuid(root_uuid, address[1]) == child_uuid
 

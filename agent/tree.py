@@ -15,7 +15,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from agent.inventory import HostPlan, InventoryRecord, owns_child, resolve_inventories
+from agent.inventory import (
+    HostPlan,
+    InventoryRecord,
+    is_device_child,
+    owns_child,
+    resolve_inventories,
+)
 from agent.placement import AgentPlacement, ConsumerRecord, ProviderRecord, children_first
 from agent.relayout import Move, Relayout, TreeProvider, hold_back, plan_relayout
 from agent.reporter import ConflictRetriesExhausted, ProviderReport, Reporter, Sleep
@@ -91,10 +97,11 @@ class TreeKeeper:
                         listed[uuid].name, uuid, plan.root.name)  # fmt: skip
         tree = await self._read(listed, [*planned_uuids, *leaving], with_allocations=False)
         wanted = {p.uuid: resolve_inventories(p, tree[p.uuid].inventories) for p in plan.providers}
-        relayout = plan_relayout(tree, wanted, leaving)
+        devices = [uuid for uuid, p in listed.items() if is_device_child(root, uuid, p.name)]
+        relayout = plan_relayout(tree, wanted, leaving, devices)
         if relayout.inventories or leaving:
             tree = await self._read(listed, [*planned_uuids, *leaving], with_allocations=True)
-            relayout = plan_relayout(tree, wanted, leaving)
+            relayout = plan_relayout(tree, wanted, leaving, devices)
         if relayout.moves:
             await self._reshape(tree, relayout)
         # Without allocations to move no reshape is needed: leaving providers are deleted

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent.discovery.model import HostFacts, Mdev, PciDevice
@@ -31,11 +32,14 @@ def device_child_uuid(root_uuid: str, address: str) -> str:
 
 
 def device_offers(
-    facts: HostFacts, specs: list[PciDeviceSpec], mdev_types: list[str]
+    facts: HostFacts,
+    specs: list[PciDeviceSpec],
+    mdev_types: list[str],
+    mdev_classes: Mapping[str, str],
 ) -> list[DeviceOffer]:
     offers = _pci_offers(facts.pci_devices, specs)
     taken = {offer.address for offer in offers}
-    offers += _vgpu_offers(facts.pci_devices, facts.mdevs, mdev_types, taken)
+    offers += _vgpu_offers(facts.pci_devices, facts.mdevs, mdev_types, mdev_classes, taken)
     return sorted(offers, key=lambda offer: offer.address)
 
 
@@ -81,15 +85,21 @@ def _offer(device: PciDevice, spec: PciDeviceSpec, units: int, offers_vfs: bool)
 
 
 def _vgpu_offers(
-    devices: tuple[PciDevice, ...], mdevs: tuple[Mdev, ...], enabled: list[str], taken: set[str]
+    devices: tuple[PciDevice, ...],
+    mdevs: tuple[Mdev, ...],
+    enabled: list[str],
+    classes: Mapping[str, str],
+    taken: set[str],
 ) -> list[DeviceOffer]:
-    """One VGPU provider per GPU: its first enabled type's free instances plus the
-    mediated devices of that type already created (they hold allocations)."""
+    """One VGPU provider per GPU: the free instances of its first enabled type (in the
+    order enabled) plus the mediated devices of that type already created (they hold
+    allocations)."""
     offers = []
     for device in devices:
         if device.address in taken:
             continue
-        mdev_type = next((t for t in device.mdev_types if t.type_id in enabled), None)
+        offered = {t.type_id: t for t in device.mdev_types}
+        mdev_type = next((offered[t] for t in enabled if t in offered), None)
         if mdev_type is None:
             continue
         created = sum(
@@ -99,5 +109,8 @@ def _vgpu_offers(
         )
         total = mdev_type.available + created
         if total > 0:
-            offers.append(DeviceOffer(device.address, VGPU, total, frozenset(), device.numa_node))
+            resource_class = classes.get(mdev_type.type_id, VGPU)
+            offers.append(
+                DeviceOffer(device.address, resource_class, total, frozenset(), device.numa_node)
+            )
     return offers

@@ -146,7 +146,10 @@ def build_host_plan(
             cells, _numa_inventories(cells, shared, dedicated, settings), strict=True
         )
     ]
-    for offer in device_offers(facts, settings.pci_device_spec, settings.enabled_mdev_types):
+    offers = device_offers(
+        facts, settings.pci_device_spec, settings.enabled_mdev_types, settings.mdev_classes
+    )
+    for offer in offers:
         record = InventoryRecord(total=offer.total, max_unit=offer.total)
         children.append(
             _plan_provider(

@@ -40,7 +40,7 @@ class ProviderConfigError(ValueError):
     """The provider config file is missing, unreadable or invalid."""
 
 
-def _class_name(value: str) -> str:
+def class_name(value: str) -> str:
     if not _CUSTOM_NAME.fullmatch(value) and value not in os_resource_classes.STANDARDS:
         raise ValueError(
             f"{value!r} is neither a custom class (CUSTOM_ then A-Z, 0-9, _) nor a standard "
@@ -55,7 +55,7 @@ def _custom_name(value: str) -> str:
     return value
 
 
-ClassName = Annotated[str, AfterValidator(_class_name)]
+ClassName = Annotated[str, AfterValidator(class_name)]
 CustomName = Annotated[str, AfterValidator(_custom_name)]
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AfterValidator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -15,6 +15,7 @@ from pydantic_settings import (
 )
 
 from agent.pci_spec import PciDeviceSpec
+from agent.provider_config import class_name as _class_name
 from flavors.cpu_set import format_cpu_set, parse_cpu_set
 from placement_client.auth import DEFAULT_API_URL, DEFAULT_SECTION, AuthOptions
 
@@ -155,6 +156,13 @@ class AgentSettings(BaseSettings):
         description=(
             "Mediated-device (vGPU) types to offer, as Nova's [devices] enabled_mdev_types: "
             "each physical GPU offering one becomes a child provider with VGPU inventory."
+        ),
+    )
+    mdev_classes: dict[str, Annotated[str, AfterValidator(_class_name)]] = Field(
+        default_factory=dict,
+        description=(
+            "JSON object: mdev type -> resource class its GPUs report instead of VGPU (Nova's "
+            "[mdev_<type>] mdev_class); a standard class or CUSTOM_*."
         ),
     )
     request_timeout: float = Field(

@@ -156,6 +156,15 @@ def test_allowlisted_pf_offers_its_vfs_and_a_gpu_offers_vgpus_as_children():
     assert all(owns_child(ROOT, p.uuid, p.name) for p in providers.values() if p.parent_uuid)
 
 
+def test_the_first_enabled_mdev_type_a_gpu_offers_wins_and_may_have_its_own_class():
+    chosen = plan(
+        devices=DEVICES,
+        enabled_mdev_types=["nvidia-223", "nvidia-222"],
+        mdev_classes={"nvidia-223": "CUSTOM_VGPU_2B"},
+    )
+    assert totals(by_name(chosen)["cn1_0000:3b:00.0"]) == {"CUSTOM_VGPU_2B": 8}
+
+
 def test_rules_select_by_address_and_name_the_class():
     spec = [{"address": "0000:5e:00.*", "resource_class": "nvme"}]
     providers = by_name(plan(devices=tuple(DEVICES), pci_device_spec=spec))

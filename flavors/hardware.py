@@ -24,6 +24,8 @@ from flavors.resource_names import hugepage_class, page_size_kib
 
 VCPU, PCPU, MEMORY_MB = "VCPU", "PCPU", "MEMORY_MB"
 CPU_POLICIES = ("shared", "dedicated", "mixed")
+# KVM's KVM_MAX_VCPUS: no guest has more; it also bounds what a CPU mask may name.
+MAX_GUEST_VCPUS = 4096
 THREAD_POLICIES = ("prefer", "isolate", "require")
 
 
@@ -41,6 +43,10 @@ def guest_shape(
     vcpus: int, memory_mb: int, specs: Mapping[str, str], image: Mapping[str, object]
 ) -> GuestShape:
     read = _Reader(specs, image)
+    if vcpus > MAX_GUEST_VCPUS and (shaping := _shaping_keys(specs, image)):
+        raise UnsupportedExtraSpec(
+            shaping[0], f"a guest of {vcpus} vCPUs is past KVM's {MAX_GUEST_VCPUS}"
+        )
     policy = read.choice("cpu_policy", CPU_POLICIES)
     thread_policy = read.choice("cpu_thread_policy", THREAD_POLICIES)
     if thread_policy is not None and policy != "dedicated":
@@ -73,7 +79,15 @@ def thread_policy(specs: Mapping[str, str], image: Mapping[str, object]) -> str 
 
 
 # Image properties that shape the guest; without a flavor there is nothing to shape.
-IMAGE_PROPERTIES = ("hw_cpu_policy", "hw_cpu_thread_policy", "hw_numa_nodes", "hw_mem_page_size")
+IMAGE_PROPERTIES = (
+    "hw_cpu_policy", "hw_cpu_thread_policy", "hw_numa_nodes", "hw_mem_page_size",
+    "hw_numa_cpus.", "hw_numa_mem.",
+)  # fmt: skip
+
+
+def _shaping_keys(specs: Mapping[str, str], image: Mapping[str, object]) -> list[str]:
+    keys = [k for k in specs if k.startswith("hw:")]
+    return sorted(keys + [k for k in image if k.startswith(IMAGE_PROPERTIES)])
 
 
 class _Reader:

@@ -18,7 +18,7 @@ from flavors.request_group import RequestGroup
 from flavors.resource_names import normalize_class, pci_class
 
 ALIAS_SPEC = "pci_passthrough:alias"
-# A flavor asking for more devices than this is a typo, not a host.
+# A flavor asking for more devices than this (in all) is a typo, not a host.
 MAX_DEVICES_PER_ALIAS = 64
 _STANDARD_TRAITS = frozenset(os_traits.get_traits())
 _REQUEST = re.compile(r"^(?P<name>[A-Za-z0-9_.-]{1,255})(?::(?P<count>\d{1,3}))?$")
@@ -84,6 +84,8 @@ def parse_alias_request(value: str) -> list[tuple[str, int]]:
                 ALIAS_SPEC, f"count {count} is not between 1 and {MAX_DEVICES_PER_ALIAS}"
             )
         found.append((match["name"], count))
+    if sum(count for _, count in found) > MAX_DEVICES_PER_ALIAS:
+        raise UnsupportedExtraSpec(ALIAS_SPEC, f"asks more than {MAX_DEVICES_PER_ALIAS} devices")
     return found
 
 

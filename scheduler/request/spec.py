@@ -173,7 +173,8 @@ def resource_request(
     ``in_tree`` and the aggregate terms (from the plugins' prepare hooks) go to the
     unnumbered group. ``pci_aliases`` None: ``pci_passthrough:alias`` is only checked."""
     from_flavor = flavor_groups(spec.flavor, spec.image, pci_aliases) if spec.flavor else None
-    if from_flavor is None and (shaping := sorted(spec.image.keys() & set(IMAGE_PROPERTIES))):
+    shaping = sorted(key for key in spec.image if key.startswith(IMAGE_PROPERTIES))
+    if from_flavor is None and shaping:
         raise UnsupportedExtraSpec(
             shaping[0], "an image property that shapes the guest needs a flavor to shape"
         )

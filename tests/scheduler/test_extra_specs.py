@@ -158,6 +158,14 @@ def test_explicit_amounts_beside_the_hw_specs_that_ask_for_them_are_refused():
     assert plain.flavor is not None
 
 
+def test_hostile_sizes_are_refused_before_any_set_is_built():
+    huge = {"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "0-999999999"}
+    assert "past KVM's 4096" in refused("hw:cpu_dedicated_mask", vcpus=10**9, **huge)
+    assert "more than 64 devices" in refused("pci_passthrough:alias", **{
+        "pci_passthrough:alias": ",".join(["nic:60", "t4:5"])})  # fmt: skip
+    assert groups(vcpus=10**9, memory_mb=1)[0].resources["VCPU"] == 10**9  # no hw: specs
+
+
 def test_thread_policy_needs_dedicated_cpus():
     assert "dedicated only" in refused(
         "hw:cpu_thread_policy", **{"hw:cpu_thread_policy": "require"}

@@ -128,6 +128,7 @@ def build_host_plan(
             len(shared), len(dedicated), memory, facts.huge_pages, settings,
             reserved_cpus=settings.reserved_host_cpus,
             reserved_memory=settings.reserved_host_memory_mb,
+            reserved_pages=settings.reserved_pages(None),
         )  # fmt: skip
     root = _plan_provider(
         root_uuid, root_name, None, standard, _root_traits(facts), provider_config, settings
@@ -241,9 +242,11 @@ def _compute_records(
     settings: AgentSettings,
     reserved_cpus: int,
     reserved_memory: int,
+    reserved_pages: Mapping[int, int],
 ) -> dict[str, InventoryRecord]:
     """VCPU, PCPU (never overcommitted, as Nova), MEMORY_MB in base pages, and
-    each huge page size as MiB with a step of one page."""
+    each huge page size as MiB with a step of one page (``reserved_pages``: size
+    KiB -> pages kept for the host)."""
     records = {
         VCPU: _standard_record(VCPU, shared, reserved_cpus, settings),
         PCPU: InventoryRecord(total=dedicated, max_unit=dedicated),
@@ -251,9 +254,10 @@ def _compute_records(
     }
     for size_kib, count in sorted(huge_pages.items()):
         total = size_kib * count // 1024
+        reserved = min(size_kib * reserved_pages.get(size_kib, 0) // 1024, total)
         step = max(size_kib // 1024, 1)
         records[hugepage_class(size_kib)] = InventoryRecord(
-            total=total, max_unit=total, step_size=step
+            total=total, reserved=reserved, max_unit=total, step_size=step
         )
     return records
 
@@ -278,6 +282,7 @@ def _numa_inventories(
             settings,
             reserved_cpus=cpus,
             reserved_memory=reserved,
+            reserved_pages=settings.reserved_pages(cell.cell_id),
         )
         for cell, shared_count, memory, cpus, reserved in zip(
             cells, shared_counts, memories, cpu_reserve, memory_reserve, strict=True

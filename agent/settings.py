@@ -6,7 +6,15 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -17,12 +25,33 @@ from pydantic_settings import (
 from agent.pci_spec import PciDeviceSpec
 from agent.provider_config import class_name as _class_name
 from flavors.cpu_set import format_cpu_set, parse_cpu_set
+from flavors.resource_names import page_size_kib
 from placement_client.auth import DEFAULT_API_URL, DEFAULT_SECTION, AuthOptions
 
 CONFIG_FILE_VARIABLE = "PLACEMENT_AGENT_CONFIG_FILE"
 DEFAULT_CONFIG_FILE = Path("/etc/placement-agent/agent.yaml")
 # Linux's NR_CPUS ceiling: no host numbers a CPU at or above it.
 MAX_HOST_CPUS = 8192
+
+
+class ReservedHugePages(BaseModel):
+    """Nova's ``reserved_huge_pages`` entry (``node:0,size:2048,count:64``) as an object."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node: int = Field(ge=0)
+    size: str = Field(description="Page size: 2048 (KiB), 2MB, 1GB.")
+    count: int = Field(ge=0)
+
+    @field_validator("size")
+    @classmethod
+    def _page_size(cls, value: str) -> str:
+        page_size_kib(value)
+        return value
+
+    @property
+    def size_kib(self) -> int:
+        return page_size_kib(self.size)
 
 
 class AgentSettings(BaseSettings):
@@ -158,6 +187,13 @@ class AgentSettings(BaseSettings):
             "each physical GPU offering one becomes a child provider with VGPU inventory."
         ),
     )
+    reserved_huge_pages: list[ReservedHugePages] = Field(
+        default_factory=list,
+        description=(
+            "JSON list of {node, size, count} (Nova's reserved_huge_pages): huge pages of a "
+            "NUMA node kept for the host, reported as reserved."
+        ),
+    )
     mdev_classes: dict[str, Annotated[str, AfterValidator(_class_name)]] = Field(
         default_factory=dict,
         description=(
@@ -204,6 +240,14 @@ class AgentSettings(BaseSettings):
                 f"CPUs {format_cpu_set(both)} are in both cpu_dedicated_set and cpu_shared_set"
             )
         return self
+
+    def reserved_pages(self, node: int | None) -> dict[int, int]:
+        """Page size KiB -> pages reserved on the node (every node's when None)."""
+        found: dict[int, int] = {}
+        for entry in self.reserved_huge_pages:
+            if node is None or entry.node == node:
+                found[entry.size_kib] = found.get(entry.size_kib, 0) + entry.count
+        return found
 
     def dedicated_cpus(self) -> frozenset[int]:
         if self.cpu_dedicated_set is None:

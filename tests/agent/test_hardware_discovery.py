@@ -108,6 +108,18 @@ def test_two_recorded_cells_each_report_their_own_shared_and_dedicated_cpus():
     assert "HW_CPU_HYPERTHREADING" not in providers["cn1"].traits
 
 
+def test_reserved_huge_pages_are_reported_as_reserved_on_their_cell_or_summed_on_the_root():
+    kept = [{"node": 0, "size": "2MB", "count": 64}, {"node": 1, "size": "2048", "count": 8}]
+    cells = by_name(plan(numa_providers=True, reserved_huge_pages=kept))
+    assert cells["cn1_NUMA0"].inventories["CUSTOM_HUGEPAGES_2MB"].reserved == 128
+    assert cells["cn1_NUMA1"].inventories["CUSTOM_HUGEPAGES_2MB"].reserved == 16
+    assert cells["cn1_NUMA3"].inventories["CUSTOM_HUGEPAGES_1GB"].reserved == 0
+    root = plan(reserved_huge_pages=kept).root
+    assert root.inventories["CUSTOM_HUGEPAGES_2MB"].reserved == 144
+    with pytest.raises(ValidationError):
+        AgentSettings(reserved_huge_pages=[{"node": 0, "size": "huge", "count": 1}])
+
+
 def test_no_cpu_sets_means_every_host_cpu_is_vcpu():
     assert totals(plan(cells=TWO_CELLS.numa_cells).root)["VCPU"] == 4
 

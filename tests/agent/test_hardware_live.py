@@ -102,3 +102,28 @@ async def test_a_trait_taken_out_of_the_device_spec_is_taken_off_the_device(
     second = await one_pass(settings.model_copy(update={"pci_device_spec": [other_rule]}))
     assert second.outcome is Outcome.SYNCED, second.error
     assert read(placement, traits_path)["traits"] == ["CUSTOM_PHYSNET_B"]
+
+
+async def test_default_test_host_reports_its_two_cells_shared_and_dedicated_cpus(
+    agent_settings: Any, placement: httpx.Client, tmp_path: Path
+) -> None:
+    settings = agent_settings(
+        tmp_path / "default.xml",
+        libvirt_uri="test:///default",
+        numa_providers=True,
+        cpu_shared_set="0-3,8-11",
+        cpu_dedicated_set="4-7,12-15",
+    )
+    result = await one_pass(settings)
+    assert result.outcome in (Outcome.SYNCED, Outcome.DRIFT), result.error  # its domain: drift
+    cells = {
+        name.rsplit("_", 1)[1]: {
+            rc: r["total"] for rc, r in inventories(placement, p["uuid"]).items()
+        }
+        for name, p in tree(placement, result.provider_uuid).items()
+        if p["uuid"] != result.provider_uuid
+    }
+    assert {cell: (held["VCPU"], held["PCPU"]) for cell, held in cells.items()} == {
+        "NUMA0": (4, 4),
+        "NUMA1": (4, 4),
+    }

@@ -6,8 +6,12 @@ providers:
     inventories:
       additional:
         - CUSTOM_FPGA: {total: 4, max_unit: 2}
+        - FPGA: {total: 2}                      # standard classes too (os-resource-classes)
     traits:
       additional: [CUSTOM_FAST_STORAGE]
+
+A class the agent reports itself for that provider (VCPU, PCPU, MEMORY_MB, ...) is
+refused: the host says how much of it there is.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Self
 
+import os_resource_classes
 import yaml
 from pydantic import (
     AfterValidator,
@@ -35,12 +40,22 @@ class ProviderConfigError(ValueError):
     """The provider config file is missing, unreadable or invalid."""
 
 
+def class_name(value: str) -> str:
+    if not _CUSTOM_NAME.fullmatch(value) and value not in os_resource_classes.STANDARDS:
+        raise ValueError(
+            f"{value!r} is neither a custom class (CUSTOM_ then A-Z, 0-9, _) nor a standard "
+            "one (os-resource-classes)"
+        )
+    return value
+
+
 def _custom_name(value: str) -> str:
     if not _CUSTOM_NAME.fullmatch(value):
         raise ValueError(f"{value!r} is not a custom name (CUSTOM_ then A-Z, 0-9, _)")
     return value
 
 
+ClassName = Annotated[str, AfterValidator(class_name)]
 CustomName = Annotated[str, AfterValidator(_custom_name)]
 
 
@@ -84,7 +99,7 @@ class Identification(_Strict):
 
 
 class AdditionalInventories(_Strict):
-    additional: list[dict[CustomName, CustomInventory]] = Field(default_factory=list)
+    additional: list[dict[ClassName, CustomInventory]] = Field(default_factory=list)
 
 
 class AdditionalTraits(_Strict):

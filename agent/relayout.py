@@ -56,11 +56,15 @@ def plan_relayout(
     tree: Mapping[str, TreeProvider],
     wanted: Mapping[str, Mapping[str, InventoryRecord]],
     leaving: Iterable[str],
+    pinned: Iterable[str] = (),
 ) -> Relayout:
     """``wanted``: each planned provider's inventory, in plan order; ``leaving``: the
-    agent's providers in the tree that the plan no longer has."""
+    agent's providers in the tree that the plan no longer has; ``pinned``: providers
+    whose allocations never move (a device: its VFs are not another NIC's)."""
     leaving = tuple(leaving)
-    losing = _losing(tree, wanted, leaving)
+    pinned = frozenset(pinned)
+    losing = {uuid: lost for uuid, lost in _losing(tree, wanted, leaving).items()
+              if uuid not in pinned}  # fmt: skip
     carried = {rc for inventory in wanted.values() for rc in inventory}
     relocating = {rc for lost in losing.values() for rc in lost} & carried
     held: dict[str, str] = {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from agent.discovery import DiscoveryError, HostFacts, build_host_facts, read_host
 from agent.host_status import set_disabled
-from agent.inventory import HostPlan, build_host_plan
+from agent.inventory import HostPlan, HostPlanError, build_host_plan
 from agent.metrics import LAST_SUCCESS, PASSES
 from agent.placement import AgentPlacement
 from agent.provider_config import ProviderConfigError, load_provider_config
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 # Failures that are about the world, not the agent: logged without a traceback.
 PASS_FAILURES = (
     DiscoveryError,
+    HostPlanError,
     PlacementError,
     ConflictRetriesExhausted,
     ProviderNameTaken,

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Self
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -14,10 +22,36 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from agent.pci_spec import PciDeviceSpec
+from agent.provider_config import class_name as _class_name
+from flavors.cpu_set import format_cpu_set, parse_cpu_set
+from flavors.resource_names import page_size_kib
 from placement_client.auth import DEFAULT_API_URL, DEFAULT_SECTION, AuthOptions
 
 CONFIG_FILE_VARIABLE = "PLACEMENT_AGENT_CONFIG_FILE"
 DEFAULT_CONFIG_FILE = Path("/etc/placement-agent/agent.yaml")
+# Linux's NR_CPUS ceiling: no host numbers a CPU at or above it.
+MAX_HOST_CPUS = 8192
+
+
+class ReservedHugePages(BaseModel):
+    """Nova's ``reserved_huge_pages`` entry (``node:0,size:2048,count:64``) as an object."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node: int = Field(ge=0)
+    size: str = Field(description="Page size: 2048 (KiB), 2MB, 1GB.")
+    count: int = Field(ge=0)
+
+    @field_validator("size")
+    @classmethod
+    def _page_size(cls, value: str) -> str:
+        page_size_kib(value)
+        return value
+
+    @property
+    def size_kib(self) -> int:
+        return page_size_kib(self.size)
 
 
 class AgentSettings(BaseSettings):
@@ -118,7 +152,54 @@ class AgentSettings(BaseSettings):
         description="DISK_GB ratio of a new inventory when disk_allocation_ratio is unset.",
     )
     numa_providers: bool = Field(
-        default=False, description="Report NUMA cells as child providers with VCPU and memory."
+        default=False,
+        description=(
+            "Report NUMA cells as child providers (trait HW_NUMA_ROOT) with their VCPU, PCPU, "
+            "MEMORY_MB and huge pages; the root keeps DISK_GB."
+        ),
+    )
+    cpu_dedicated_set: str | None = Field(
+        default=None,
+        description=(
+            "Host CPUs for pinned guest CPUs, in Nova's syntax (0-3,8,^2): reported as PCPU "
+            "(ratio 1.0). Set without cpu_shared_set: no VCPU is reported."
+        ),
+    )
+    cpu_shared_set: str | None = Field(
+        default=None,
+        description=(
+            "Host CPUs for floating guest CPUs (Nova's syntax): reported as VCPU. Unset: every "
+            "host CPU when cpu_dedicated_set is unset too, else none."
+        ),
+    )
+    pci_device_spec: list[PciDeviceSpec] = Field(
+        default_factory=list,
+        description=(
+            "JSON list of PCI device rules (vendor_id, product_id, address, resource_class, "
+            "traits), as Nova's [pci] device_spec: each matching device becomes a child "
+            "provider (docs/agent.md)."
+        ),
+    )
+    enabled_mdev_types: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Mediated-device (vGPU) types to offer, as Nova's [devices] enabled_mdev_types: "
+            "each physical GPU offering one becomes a child provider with VGPU inventory."
+        ),
+    )
+    reserved_huge_pages: list[ReservedHugePages] = Field(
+        default_factory=list,
+        description=(
+            "JSON list of {node, size, count} (Nova's reserved_huge_pages): huge pages of a "
+            "NUMA node kept for the host, reported as reserved."
+        ),
+    )
+    mdev_classes: dict[str, Annotated[str, AfterValidator(_class_name)]] = Field(
+        default_factory=dict,
+        description=(
+            "JSON object: mdev type -> resource class its GPUs report instead of VGPU (Nova's "
+            "[mdev_<type>] mdev_class); a standard class or CUSTOM_*."
+        ),
     )
     request_timeout: float = Field(
         default=10.0, gt=0, description="Seconds before a Placement request is abandoned."
@@ -143,6 +224,41 @@ class AgentSettings(BaseSettings):
     metrics_port: int | None = Field(
         default=None, ge=0, le=65535, description="Serve Prometheus metrics on this port."
     )
+
+    @field_validator("cpu_dedicated_set", "cpu_shared_set")
+    @classmethod
+    def _cpu_set_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_cpu_set(value, MAX_HOST_CPUS)
+        return value
+
+    @model_validator(mode="after")
+    def _cpu_sets_apart(self) -> Self:
+        both = self.dedicated_cpus() & (self.shared_cpus() or frozenset())
+        if both:
+            raise ValueError(
+                f"CPUs {format_cpu_set(both)} are in both cpu_dedicated_set and cpu_shared_set"
+            )
+        return self
+
+    def reserved_pages(self, node: int | None) -> dict[int, int]:
+        """Page size KiB -> pages reserved on the node (every node's when None)."""
+        found: dict[int, int] = {}
+        for entry in self.reserved_huge_pages:
+            if node is None or entry.node == node:
+                found[entry.size_kib] = found.get(entry.size_kib, 0) + entry.count
+        return found
+
+    def dedicated_cpus(self) -> frozenset[int]:
+        if self.cpu_dedicated_set is None:
+            return frozenset()
+        return parse_cpu_set(self.cpu_dedicated_set, MAX_HOST_CPUS)
+
+    def shared_cpus(self) -> frozenset[int] | None:
+        """None: not configured (every host CPU not dedicated, as Nova's legacy default)."""
+        if self.cpu_shared_set is None:
+            return None
+        return parse_cpu_set(self.cpu_shared_set, MAX_HOST_CPUS)
 
     @field_validator("api_url")
     @classmethod

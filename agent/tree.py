@@ -15,7 +15,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from agent.inventory import HostPlan, InventoryRecord, owned_child_uuids, resolve_inventories
+from agent.inventory import (
+    HostPlan,
+    InventoryRecord,
+    is_device_child,
+    owns_child,
+    resolve_inventories,
+)
 from agent.placement import AgentPlacement, ConsumerRecord, ProviderRecord, children_first
 from agent.relayout import Move, Relayout, TreeProvider, hold_back, plan_relayout
 from agent.reporter import ConflictRetriesExhausted, ProviderReport, Reporter, Sleep
@@ -82,7 +88,8 @@ class TreeKeeper:
                     planned, reports[planned.uuid]
                 )
         planned_uuids = {p.uuid for p in plan.providers}
-        owned = owned_child_uuids(plan.root.uuid)
+        root = plan.root.uuid
+        owned = {uuid for uuid, p in listed.items() if owns_child(root, uuid, p.name)}
         leaving = [uuid for uuid in listed if uuid in owned and uuid not in planned_uuids]
         report.foreign = sorted(set(listed) - owned - planned_uuids)
         for uuid in report.foreign:
@@ -90,10 +97,11 @@ class TreeKeeper:
                         listed[uuid].name, uuid, plan.root.name)  # fmt: skip
         tree = await self._read(listed, [*planned_uuids, *leaving], with_allocations=False)
         wanted = {p.uuid: resolve_inventories(p, tree[p.uuid].inventories) for p in plan.providers}
-        relayout = plan_relayout(tree, wanted, leaving)
+        devices = [uuid for uuid, p in listed.items() if is_device_child(root, uuid, p.name)]
+        relayout = plan_relayout(tree, wanted, leaving, devices)
         if relayout.inventories or leaving:
             tree = await self._read(listed, [*planned_uuids, *leaving], with_allocations=True)
-            relayout = plan_relayout(tree, wanted, leaving)
+            relayout = plan_relayout(tree, wanted, leaving, devices)
         if relayout.moves:
             await self._reshape(tree, relayout)
         # Without allocations to move no reshape is needed: leaving providers are deleted

@@ -1,16 +1,23 @@
 """A flavor and its extra specs turned into Placement request groups: the flavor's
-fields give VCPU, MEMORY_MB and DISK_GB, which ``resources[N]:CLASS``,
-``trait[N]:NAME`` and ``group_policy`` adjust; other extra specs are the filters'
-(docs/operations.md, "Flavors file")."""
+fields give VCPU, MEMORY_MB and DISK_GB, shaped by the ``hw:`` specs (``hardware``:
+PCPU, guest NUMA cells, huge pages), plus ``pci_passthrough:alias`` devices; then
+``resources[N]:CLASS``, ``trait[N]:NAME`` and ``group_policy`` adjust. Unscoped and
+``aggregate_instance_extra_specs:`` specs are the aggregate filter's; any other spec
+is refused (``extra_specs``). docs/extra-specs.md has the table."""
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from flavors.extra_specs import UnsupportedExtraSpec, check_understood
+from flavors.hardware import guest_shape
+from flavors.pci_alias import ALIAS_SPEC, PciAlias, alias_groups, parse_alias_request
 from flavors.request_group import RequestGroup
 
 _RESOURCE_KEY = re.compile(r"^resources(?P<suffix>[a-zA-Z0-9_-]{1,64})?:(?P<name>[A-Z0-9_]+)$")
@@ -30,9 +37,19 @@ class Flavor(BaseModel):
 
     @field_validator("extra_specs")
     @classmethod
-    def _specs_parse(cls, specs: dict[str, str]) -> dict[str, str]:
+    def _specs_understood(cls, specs: dict[str, str]) -> dict[str, str]:
+        """Everything but the configured PCI aliases, which only the scheduler knows."""
+        check_understood(specs)
         _parse_specs(specs)
+        if ALIAS_SPEC in specs:
+            parse_alias_request(specs[ALIAS_SPEC])
         return specs
+
+    @model_validator(mode="after")
+    def _shape_fits(self) -> Self:
+        """The hw: specs against the flavor's vCPUs and memory."""
+        guest_shape(self.vcpus, self.memory_mb, self.extra_specs, {})
+        return self
 
 
 @dataclass
@@ -49,19 +66,32 @@ class FlavorGroups:
     forbidden: set[str]
     granular: tuple[RequestGroup, ...]
     group_policy: str | None
+    # Classes the hw: specs asked in their own groups or as PCPU: not to be added again.
+    shaped: frozenset[str] = frozenset()
 
 
-def flavor_groups(flavor: Flavor) -> FlavorGroups:
-    drafts, policy = _parse_specs(flavor.extra_specs)
+def flavor_groups(
+    flavor: Flavor,
+    image: Mapping[str, object] | None = None,
+    pci_aliases: list[PciAlias] | None = None,
+) -> FlavorGroups:
+    """``pci_aliases`` None: ``pci_passthrough:alias`` is checked for syntax only and
+    asks nothing (the API's capacity report, which has no aliases)."""
+    specs = flavor.extra_specs
+    drafts, policy = _parse_specs(specs)
     base = drafts.pop("", _GroupDraft())
+    shape = guest_shape(flavor.vcpus, flavor.memory_mb, specs, image or {})
+    _reject_overlap(base.resources, shape.unnumbered, bool(shape.cells))
     implied = {
-        "VCPU": flavor.vcpus,
-        "MEMORY_MB": flavor.memory_mb,
+        **shape.unnumbered,
         "DISK_GB": flavor.root_gb + flavor.ephemeral_gb + math.ceil(flavor.swap / 1024),
     }
     resources = {name: amount for name, amount in implied.items() if amount > 0}
     resources.update(base.resources)
-    granular = tuple(
+    devices = []
+    if ALIAS_SPEC in specs and pci_aliases is not None:
+        devices = alias_groups(specs[ALIAS_SPEC], pci_aliases)
+    numbered = [
         RequestGroup(
             suffix=suffix,
             resources={name: n for name, n in draft.resources.items() if n > 0},
@@ -69,14 +99,36 @@ def flavor_groups(flavor: Flavor) -> FlavorGroups:
             forbidden=frozenset(draft.forbidden),
         )
         for suffix, draft in sorted(drafts.items())
-    )
+    ]
+    granular = (*numbered, *shape.cells, *devices)
+    if len(shape.cells) > 1:
+        if policy == "none":
+            raise UnsupportedExtraSpec(
+                "group_policy", "none would let two guest NUMA cells share one host cell"
+            )
+        policy = "isolate"
     return FlavorGroups(
         resources={name: amount for name, amount in resources.items() if amount > 0},
         required=base.required,
         forbidden=base.forbidden,
         granular=granular,
         group_policy=policy,
+        shaped=_shaped(shape.unnumbered, bool(shape.cells)),
     )
+
+
+def _shaped(unnumbered: dict[str, int], cells: bool) -> frozenset[str]:
+    if cells:
+        return frozenset({"VCPU", "PCPU", "MEMORY_MB"})
+    return frozenset({"VCPU", "PCPU"}) if "PCPU" in unnumbered else frozenset()
+
+
+def _reject_overlap(explicit: dict[str, int], shaped: dict[str, int], cells: bool) -> None:
+    """``resources:VCPU`` beside ``hw:cpu_policy`` or guest cells would count twice."""
+    if twice := sorted(explicit.keys() & _shaped(shaped, cells)):
+        raise UnsupportedExtraSpec(
+            f"resources:{twice[0]}", "conflicts with the hw: specs that already ask for it"
+        )
 
 
 def _parse_specs(specs: dict[str, str]) -> tuple[dict[str, _GroupDraft], str | None]:

@@ -29,6 +29,7 @@ from pydantic_settings import (
 )
 
 from flavors.aggregates import AggregateConfig
+from flavors.pci_alias import PciAlias
 from placement_client.auth import (
     DEFAULT_API_URL,
     DEFAULT_SECTION,
@@ -54,6 +55,7 @@ DEFAULT_FILTERS = [
     "server_group_affinity",
     "server_group_anti_affinity",
     "aggregate_extra_specs",
+    "numa_topology",
 ]
 DEFAULT_WEIGHERS = [
     "ram",
@@ -187,6 +189,14 @@ class SchedulerSettings(BaseSettings):
         description=(
             "Placement aggregate uuid -> {name, availability_zone, metadata}: what Nova keeps "
             "in its own database (membership is read from Placement)."
+        ),
+    )
+    pci_alias: list[PciAlias] = Field(
+        default_factory=list,
+        description=(
+            "PCI aliases for the pci_passthrough:alias extra spec, in Nova's [pci] alias "
+            "format as a JSON list: name, vendor_id, product_id, device_type, numa_policy, "
+            "resource_class, traits (docs/extra-specs.md)."
         ),
     )
     provider_cache_seconds: float = Field(

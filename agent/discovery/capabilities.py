@@ -41,15 +41,34 @@ def _parse_cells(root: ET.Element) -> tuple[NumaCell, ...]:
     for cell in root.findall("host/topology/cells/cell"):
         memory = cell.find("memory")
         memory_kib = _to_kib(memory) if memory is not None else 0
-        cpu_ids = tuple(sorted(int(cpu.get("id", "0")) for cpu in cell.findall("cpus/cpu")))
+        cpus = cell.findall("cpus/cpu")
+        cpu_ids = tuple(sorted(int(cpu.get("id", "0")) for cpu in cpus))
         cells.append(
             NumaCell(
                 cell_id=int(cell.get("id", "0")),
                 memory_mib=memory_kib // 1024,
                 cpu_ids=cpu_ids,
+                huge_pages=_huge_pages(cell),
+                smt=any(
+                    "," in cpu.get("siblings", "") or "-" in cpu.get("siblings", "") for cpu in cpus
+                ),
             )
         )
     return tuple(sorted(cells, key=lambda cell: cell.cell_id))
+
+
+def _huge_pages(cell: ET.Element) -> tuple[tuple[int, int], ...]:
+    """Pages larger than the cell's base size (its smallest listed: memory in those is
+    MEMORY_MB) that the cell has set aside (count > 0)."""
+    pages = []
+    for page in cell.findall("pages"):
+        if page.get("unit", "KiB").lower() != "kib":
+            raise CapabilitiesError(f"unknown page size unit {page.get('unit')!r}")
+        pages.append((int(page.get("size", "0")), int((page.text or "0").strip())))
+    if not pages:
+        return ()
+    base_kib = min(size for size, _ in pages)
+    return tuple(sorted((size, count) for size, count in pages if size > base_kib and count > 0))
 
 
 def _to_kib(element: ET.Element) -> int:

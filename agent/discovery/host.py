@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from agent.discovery.capabilities import parse_capabilities
 from agent.discovery.cpu_traits import parse_expanded_cpu
 from agent.discovery.model import CpuTopology, Domain, HostFacts, HostUsage
+from agent.discovery.node_devices import parse_node_devices
 
 _GIB = 1024**3
 
@@ -41,12 +42,15 @@ class RawHost:
     expanded_cpu_xml: str | None
     domains: Sequence[RawDomain]
     instances_disk_bytes: int
+    # XMLDesc of each PCI and mediated node device; empty where the driver has none.
+    node_devices_xml: Sequence[str] = ()
 
 
 def build_host_facts(raw: RawHost) -> HostFacts:
     capabilities = parse_capabilities(raw.capabilities_xml)
     # Without an expansion only the features listed beside the model are known.
     features = parse_expanded_cpu(raw.expanded_cpu_xml or capabilities.cpu.xml)
+    pci_devices, mdevs = parse_node_devices(tuple(raw.node_devices_xml))
     return HostFacts(
         hostname=raw.hostname,
         arch=capabilities.cpu.arch,
@@ -59,6 +63,8 @@ def build_host_facts(raw: RawHost) -> HostFacts:
         numa_cells=capabilities.numa_cells,
         usage=HostUsage(raw.read_at, raw.cpu_stats, raw.memory_stats),
         domains=tuple(domain_from_raw(domain) for domain in raw.domains),
+        pci_devices=pci_devices,
+        mdevs=mdevs,
     )
 
 

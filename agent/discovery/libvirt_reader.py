@@ -57,7 +57,21 @@ def _read(connection: libvirt.virConnect, instances_path: Path) -> RawHost:
         expanded_cpu_xml=_expanded_cpu(connection, capabilities_xml),
         domains=[_raw_domain(domain) for domain in connection.listAllDomains()],
         instances_disk_bytes=_disk_bytes(instances_path),
+        node_devices_xml=_node_devices(connection),
     )
+
+
+def _node_devices(connection: libvirt.virConnect) -> list[str]:
+    """PCI devices (with their SR-IOV and mdev capabilities) and mediated devices."""
+    kinds = libvirt.VIR_CONNECT_LIST_NODE_DEVICES_CAP_PCI_DEV
+    kinds |= libvirt.VIR_CONNECT_LIST_NODE_DEVICES_CAP_MDEV
+    try:
+        devices = connection.listAllDevices(kinds)
+    except libvirt.libvirtError as error:
+        if error.get_error_code() != libvirt.VIR_ERR_NO_SUPPORT:
+            raise
+        return []
+    return [device.XMLDesc() for device in devices]
 
 
 def _unless_unsupported(read: Callable[[], dict[str, int]]) -> dict[str, int] | None:

@@ -39,6 +39,7 @@ from scheduler.placement.host_cache import CandidateView, Clock, HostCache, Read
 from scheduler.placement.host_state import HostState, Reservation
 from scheduler.placement.query import QueryParams, candidates_query, query_string
 from scheduler.plugins.cycle import Cycle, RequestRefused
+from scheduler.request.honoured import check_honoured
 from scheduler.request.spec import ScheduleRequest, resource_request
 from scheduler.settings import SchedulerSettings
 
@@ -148,13 +149,16 @@ class Scheduler:
 
     async def _start(self, spec: ScheduleRequest, explanation: Explanation) -> RequestRun:
         mark = self.host_cache.mark()
+        check_honoured(spec, self.settings)
         cycle = Cycle(spec, self.settings, self.facts)
         try:
             await self.pipeline.prepare(cycle)
         except RequestRefused as refused:
             raise UnplaceableError("request", str(refused)) from None
         terms = cycle.terms
-        request = resource_request(spec, terms.in_tree, terms.member_of, terms.not_member_of)
+        request = resource_request(
+            spec, terms.in_tree, terms.member_of, terms.not_member_of, self.settings.pci_alias
+        )
         limit = None if terms.unlimited else self.settings.max_allocation_candidates
         query = candidates_query(request, limit)
         view = await self._view(query, mark)

@@ -17,7 +17,10 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from flavors.extra_specs import UnsupportedExtraSpec
 from flavors.flavor import Flavor, flavor_groups
+from flavors.hardware import IMAGE_PROPERTIES
+from flavors.pci_alias import PciAlias
 from flavors.request_group import RequestGroup
 
 ResourceClassName = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9_]+$", max_length=255)]
@@ -89,6 +92,8 @@ class GranularGroup(StrictModel):
     in_tree: UUID | None = None
 
 
+# hw_cpu_policy, hw_numa_nodes, hw_mem_page_size... pass through as extras and are read
+# with the flavor's extra specs (flavors.hardware).
 class ImageProperties(BaseModel):
     """The image properties the filters understand; others are accepted and ignored."""
 
@@ -139,6 +144,13 @@ class ScheduleRequest(StrictModel):
     def extra_specs(self) -> dict[str, str]:
         return dict(self.flavor.extra_specs) if self.flavor else {}
 
+    @property
+    def image(self) -> dict[str, object]:
+        """The image properties given, the ones only passed through included."""
+        if self.image_properties is None:
+            return {}
+        return self.image_properties.model_dump(exclude_none=True)
+
 
 @dataclass(frozen=True)
 class ResourceRequest:
@@ -155,12 +167,23 @@ def resource_request(
     in_tree: str | None = None,
     member_of: Sequence[tuple[str, ...]] = (),
     not_member_of: Iterable[str] = (),
+    pci_aliases: list[PciAlias] | None = None,
 ) -> ResourceRequest:
     """Merge the flavor's amounts and traits with the explicit ones (explicit win);
     ``in_tree`` and the aggregate terms (from the plugins' prepare hooks) go to the
-    unnumbered group."""
-    from_flavor = flavor_groups(spec.flavor) if spec.flavor else None
+    unnumbered group. ``pci_aliases`` None: ``pci_passthrough:alias`` is only checked."""
+    from_flavor = flavor_groups(spec.flavor, spec.image, pci_aliases) if spec.flavor else None
+    shaping = sorted(key for key in spec.image if key.startswith(IMAGE_PROPERTIES))
+    if from_flavor is None and shaping:
+        raise UnsupportedExtraSpec(
+            shaping[0], "an image property that shapes the guest needs a flavor to shape"
+        )
     resources = dict(from_flavor.resources if from_flavor else {})
+    if from_flavor is not None and (twice := sorted(from_flavor.shaped & spec.resources.keys())):
+        raise ValueError(
+            f"resources {', '.join(twice)}: the flavor's hw: specs already ask for them "
+            "(guest cells or dedicated CPUs); give them there"
+        )
     resources.update(spec.resources)
     resources = {name: amount for name, amount in resources.items() if amount > 0}
     required = set(spec.required_traits) | (from_flavor.required if from_flavor else set())

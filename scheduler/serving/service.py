@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from flavors.extra_specs import UnsupportedExtraSpec
 from placement_client import PlacementClient, PlacementError
 from scheduler.answers.explain import InstanceExplanation
 from scheduler.answers.results import (
@@ -217,6 +218,10 @@ def _install_error_handlers(app: FastAPI) -> None:
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         detail = f"{where}: {first['msg']}" if where else str(first["msg"])
         return _error(400, INVALID_REQUEST, detail)
+
+    @app.exception_handler(UnsupportedExtraSpec)
+    async def unsupported(request: Request, exc: UnsupportedExtraSpec) -> JSONResponse:
+        return _error(400, INVALID_REQUEST, str(exc))
 
     @app.exception_handler(PlacementRejectedError)
     async def rejected(request: Request, exc: PlacementRejectedError) -> JSONResponse:

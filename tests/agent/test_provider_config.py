@@ -72,7 +72,7 @@ providers:
 @pytest.mark.parametrize(
     ("body", "complaint"),
     [
-        ("inventories: {additional: [{VCPU: {total: 4}}]}", "not a custom name"),
+        ("inventories: {additional: [{VCPUS: {total: 4}}]}", "neither a custom class"),
         ("inventories: {additional: [{CUSTOM_X: {total: 0}}]}", "greater than 0"),
         ("inventories: {additional: [{CUSTOM_X: {total: 2, reserved: 3}}]}", "reserved"),
         ("inventories: {additional: [{CUSTOM_X: {total: 2, colour: red}}]}", "colour"),

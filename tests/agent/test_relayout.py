@@ -107,3 +107,21 @@ def test_unit_limits_of_the_target_are_respected():
     relayout = plan_relayout(tree, {ROOT: stepped}, [CELL0])
 
     assert set(relayout.held) == {"VCPU"}
+
+
+def test_a_device_gone_with_allocations_keeps_them_rather_than_move_them_to_another():
+    vfs = {"SRIOV_NET_VF": record(4)}
+    tree = {
+        ROOT: TreeProvider(ROOT, 1, {"DISK_GB": record(100)}),
+        "nic1": TreeProvider("nic1", 1, vfs, {"a": {"SRIOV_NET_VF": 1}}),
+        "nic2": TreeProvider("nic2", 1, vfs),
+    }
+    wanted = {ROOT: {"DISK_GB": record(100)}, "nic2": vfs}
+
+    moved = plan_relayout(tree, wanted, ["nic1"])
+    assert [(m.source, m.target) for m in moved.moves] == [("nic1", "nic2")]  # cells would
+
+    relayout = plan_relayout(tree, wanted, ["nic1"], pinned=["nic1", "nic2"])
+    assert relayout.moves == ()
+    assert relayout.inventories == {}
+    assert "SRIOV_NET_VF" in relayout.kept["nic1"]

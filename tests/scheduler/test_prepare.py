@@ -72,7 +72,7 @@ async def test_aggregate_extra_specs_become_one_member_of_per_requirement() -> N
         "extra_specs": {
             "aggregate_instance_extra_specs:storage": "<or> ssd <or> nvme",
             "gen": ">= 3",
-            "hw:cpu_policy": "dedicated",
+            "hw:cpu_policy": "shared",
         },
     }
     terms = (await prepared(flavor=flavor)).terms

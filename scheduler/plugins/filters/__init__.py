@@ -11,6 +11,7 @@ from scheduler.plugins.filters.image_properties import ImagePropertiesFilter
 from scheduler.plugins.filters.liveness import LivenessFilter
 from scheduler.plugins.filters.max_instances_per_host import MaxInstancesPerHostFilter
 from scheduler.plugins.filters.metrics import MetricsFilter
+from scheduler.plugins.filters.numa_topology import NumaTopologyFilter
 from scheduler.plugins.filters.same_host import SameHostFilter
 from scheduler.plugins.filters.server_group_affinity import ServerGroupAffinityFilter
 from scheduler.plugins.filters.server_group_anti_affinity import ServerGroupAntiAffinityFilter
@@ -29,4 +30,5 @@ ALL_FILTERS: tuple[type[HostFilter], ...] = (
     ServerGroupAntiAffinityFilter,
     MaxInstancesPerHostFilter,
     AggregateExtraSpecsFilter,
+    NumaTopologyFilter,
 )

@@ -28,7 +28,13 @@ def valid_settings() -> Settings:
         return get_settings()
     except ValidationError as exc:
         problems = "; ".join(
-            f"PLACEMENT_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
+            f"PLACEMENT_{'_'.join(map(str, e['loc'])).upper()}: {_message(e['msg'])}"
+            for e in exc.errors()
         )
         console.print(f"[red]invalid settings:[/red] {escape(problems)}", soft_wrap=True)
         raise typer.Exit(code=2) from None
+
+
+def _message(text: str) -> str:
+    # pydantic prefixes what a validator raised; the variable's name says enough.
+    return text.removeprefix("Value error, ")

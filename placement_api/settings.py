@@ -16,7 +16,6 @@ from pydantic_settings import (
 )
 
 from placement_api.config_file import ConfigFileSource
-from placement_api.db.urls import UnsupportedDatabaseURL, async_url
 
 DEFAULT_SQLITE_PATH = Path("var") / "placement.sqlite"
 
@@ -354,17 +353,6 @@ class Settings(BaseSettings):
         description="Largest magnitude of a metric's value (400 beyond it); the default is "
         "the largest integer a float holds exactly.",
     )
-
-    @field_validator("database_url")
-    @classmethod
-    def _usable_database(cls, value: str) -> str:
-        """Kept as given (the engine normalises it); refused here when the engine would
-        refuse it, so every command says so in one line before it starts."""
-        try:
-            async_url(value)
-        except UnsupportedDatabaseURL as error:
-            raise ValueError(str(error)) from None
-        return value
 
     @field_validator("cors_allowed_origins", "cors_allow_headers", mode="before")
     @classmethod

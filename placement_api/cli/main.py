@@ -20,6 +20,7 @@ from uvicorn.supervisors import Multiprocess
 from placement_api.auth.context import KEYSTONE, NOAUTH2
 from placement_api.cli import capacity as cli_capacity
 from placement_api.cli import dashboard as cli_dashboard
+from placement_api.cli import fleet as cli_fleet
 from placement_api.cli import migration as cli_migration
 from placement_api.cli import operator as cli_operator
 from placement_api.cli.settings import command_settings, valid_settings
@@ -42,6 +43,7 @@ db_app = typer.Typer(help="Database schema management.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 cli_migration.register(db_app)
 cli_dashboard.register(app)
+cli_fleet.register(app)
 app.add_typer(cli_operator.policy_app, name="policy")
 console = Console(stderr=True)
 APP_FACTORY = "placement_api.app:create_app"

@@ -41,6 +41,8 @@ from agent.show import plan_document, print_plan
 from agent.state import StateStore
 from placement_client import PlacementClient
 from placement_client.auth import DEFAULT_API_URL, SETUP_ERRORS, keystone_in_environment
+from placement_client.environment import known_variables, warn_unknown_variables
+from placement_client.program_version import VersionOption
 
 app = typer.Typer(
     help="Report this hypervisor's inventory and traits to Placement.",
@@ -167,6 +169,7 @@ def main_callback(
     interval: Interval = None,
     config: ConfigFile = None,
     verbose: Verbose = False,
+    version: VersionOption = False,
 ) -> None:
     """Without a command: run periodically, or one pass with --once."""
     options = _given(
@@ -420,8 +423,10 @@ def heal_command(
     provider_name: ProviderName = None,
     config: ConfigFile = None,
 ) -> None:
-    """Create allocations for running domains that have none; list (and with
-    --delete-orphans remove) allocations whose domain is gone.
+    """Create missing allocations of running domains; list (or remove) orphans.
+
+    An orphan is an allocation on this host whose domain is gone; --delete-orphans
+    removes it once heal has seen it for the grace period.
 
     Exit status: 0 nothing left to heal, 1 failed, 3 drift left (orphans in their
     grace period or kept, domains that could not be given an allocation)."""
@@ -465,4 +470,6 @@ async def _heal(settings: AgentSettings, options: healing.HealOptions) -> healin
 
 
 def main() -> None:
+    known = known_variables("PLACEMENT_AGENT_", AgentSettings, app, CONFIG_FILE_VARIABLE)
+    warn_unknown_variables("placement-agent", "PLACEMENT_AGENT_", known)
     app()

@@ -19,6 +19,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+# Wider than any table: how wide one is when nothing limits it.
+_UNBOUNDED = 1_000_000
+
 
 class Format(StrEnum):
     TABLE = "table"
@@ -48,8 +51,9 @@ def print_table(table: Table, console: Console | None = None) -> None:
     for column in table.columns:
         column.overflow = "fold"
     if not console.is_terminal:
-        natural = console.measure(table).maximum
-        console = Console(file=console.file, width=max(natural, console.width), soft_wrap=True)
+        unbounded = console.options.update_width(_UNBOUNDED)
+        natural = console.measure(table, options=unbounded).maximum
+        console = Console(file=console.file, width=max(natural, console.width))
     console.print(table)
 
 

@@ -294,18 +294,34 @@ async def _schedule(url: str, request: ScheduleRequest, as_json: bool) -> int:
 @app.command()
 def release(
     consumers: Annotated[list[uuid.UUID], typer.Argument(help="Consumer uuids.")],
-    url: UrlOption = DEFAULT_URL,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            envvar="PLACEMENT_SCHEDULER_URL",
+            show_envvar=False,
+            help="URL of `placement-scheduler serve` (env var PLACEMENT_SCHEDULER_URL); "
+            "required: releasing deletes allocations.",
+        ),
+    ] = None,
 ) -> None:
     """Give back the claims of consumers."""
+    if url is None:
+        errors.print(
+            "[red]release deletes allocations: say which scheduler[/red] with --url or "
+            f"PLACEMENT_SCHEDULER_URL; it does not fall back to {DEFAULT_URL}."
+        )
+        raise typer.Exit(2)
+    chosen: str = url
 
     async def run() -> None:
-        async with SchedulerClient(url) as client:
+        async with SchedulerClient(chosen) as client:
             result = await client.release(consumers)
         console.print(f"released: {', '.join(result.released) or '-'}")
         if result.not_found:
             console.print(f"had no allocations: {', '.join(result.not_found)}")
 
-    with _reaching(url):
+    with _reaching(chosen):
         asyncio.run(run())
 
 

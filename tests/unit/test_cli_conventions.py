@@ -5,7 +5,9 @@ their contents and -f json|csv|value."""
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +25,7 @@ from placement_api.settings import Settings
 from placement_client.environment import known_variables, unknown_variables
 from scheduler.cli import _pairs
 from scheduler.cli import app as scheduler_app
+from scheduler.serving.logs import logging_config as scheduler_logging
 
 
 @pytest.mark.parametrize(
@@ -116,3 +119,23 @@ def test_status_as_json_and_tables_not_cut_when_piped(tmp_path: Path) -> None:
     assert "project_reader_api (role:reader and project_id:%(project_id)s) default" in (
         rules.stdout.splitlines()
     )
+
+
+def test_release_deletes_so_it_needs_the_schedulers_url() -> None:
+    result = CliRunner().invoke(
+        scheduler_app, ["release", "0f0e0d0c-0000-4000-8000-00000000a001"], env={}
+    )
+    assert result.exit_code == 2
+    assert "--url" in result.output
+    assert "127.0.0.1:8779" in result.output
+
+
+def test_scheduler_log_lines_carry_their_time() -> None:
+    config = scheduler_logging("info")
+    formatter = logging.Formatter(config["formatters"]["default"]["format"])
+    record = logging.LogRecord("scheduler.test", logging.INFO, __file__, 1, "decided", None, None)
+    line = formatter.format(record)
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO scheduler.test: decided$", line)
+    # uvicorn's own lines go through the same handler, so they carry it too.
+    assert config["loggers"]["uvicorn"]["propagate"] is True
+    assert config["root"]["handlers"] == ["stderr"]

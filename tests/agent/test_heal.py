@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from agent.heal import HealOptions, HealReport, OrphanLedger, find_root, heal, place
 from agent.placement import AgentPlacement
@@ -134,6 +135,7 @@ async def test_an_orphan_is_kept_for_its_grace_then_removed_from_this_host_only(
     assert (await _heal(settings, _options(delete_orphans=True, grace=0.0))).orphans == []
 
 
+@pytest.mark.parametrize("placement_server", ["sqlite"], indirect=True)  # the CLI, not the DB
 def test_heal_cli_needs_an_explicit_url_then_reports_as_json(
     tmp_path: Path, placement_server: Any, placement: httpx.Client
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from placement_api.operator.hosts import DISABLED_TRAIT, set_disabled
 from placement_api.operator.project_usage import read_usage
 from placement_api.operator.tree import read_trees
@@ -68,19 +70,6 @@ async def test_disable_racing_trait_writers_loses_none_of_their_traits(
     assert await _traits(api, host) == {*names, DISABLED_TRAIT}
 
 
-async def test_host_disable_cli_names_the_host_and_refuses_an_unknown_one(
-    api: PlacementClient, database_url: str
-) -> None:
-    host = await provider_with(api, {"VCPU": {"total": 8}}, name="compute-cli")
-    result = run_cli("host", "disable", "compute-cli", "--reason", "maintenance", url=database_url)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"compute-cli ({host}) is now disabled (maintenance)"
-    unknown = run_cli("host", "enable", "no-such-host", url=database_url)
-    assert unknown.returncode == 2
-    assert "no-such-host" in unknown.stderr
-    assert "Traceback" not in unknown.stderr
-
-
 async def test_tree_nests_children_with_usage_capacity_and_disabled_state(
     api: PlacementClient, database_url: str
 ) -> None:
@@ -98,14 +87,6 @@ async def test_tree_nests_children_with_usage_capacity_and_disabled_state(
     assert (tree.resources["VCPU"].used, tree.resources["VCPU"].capacity) == (3, 16)
     assert [c.uuid for c in tree.children] == [child]
     assert {t.uuid for t in await read_trees(database_url, None)} >= {root, other}
-
-    shown = run_cli("tree", "cn-1", "-f", "json", url=database_url)
-    assert shown.returncode == 0, shown.stderr
-    [document] = json.loads(shown.stdout)
-    assert document["children"][0]["name"] == "cn-1_NUMA0"
-    table = run_cli("tree", url=database_url)
-    assert "cn-1_NUMA0" in table.stdout
-    assert "disabled" in table.stdout
 
 
 async def test_usage_sums_each_projects_allocations_across_hosts(
@@ -128,5 +109,33 @@ async def test_usage_sums_each_projects_allocations_across_hosts(
         ("alpha", "MEMORY_MB"): (512, 1),
         ("beta", "VCPU"): (2, 1),
     }
-    shown = run_cli("usage", "--project", "beta", "-f", "csv", url=database_url)
-    assert shown.stdout.splitlines() == ["project,resource_class,used,consumers", "beta,VCPU,2,1"]
+    assert [u.project_id for u in await read_usage(database_url, "beta")] == ["beta"]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the CLI, not the DB
+async def test_the_commands_print_one_line_tables_json_and_csv(
+    api: PlacementClient, database_url: str
+) -> None:
+    root = await provider_with(api, {"VCPU": {"total": 8}}, name="compute-cli")
+    await provider_with(
+        api, {"VCPU": {"total": 4}}, name="compute-cli_NUMA0", parent_provider_uuid=root
+    )
+    await put_allocations(api, new_uuid(), {root: {"VCPU": 2}}, project="beta")
+
+    disabled = run_cli("host", "disable", "compute-cli", "--reason", "upkeep", url=database_url)
+    assert disabled.returncode == 0, disabled.stderr
+    assert disabled.stdout.strip() == f"compute-cli ({root}) is now disabled (upkeep)"
+    unknown = run_cli("host", "enable", "no-such-host", url=database_url)
+    assert unknown.returncode == 2
+    assert "no-such-host" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+    shown = run_cli("tree", "compute-cli", "-f", "json", url=database_url)
+    assert shown.returncode == 0, shown.stderr
+    [document] = json.loads(shown.stdout)
+    assert document["children"][0]["name"] == "compute-cli_NUMA0"
+    table = run_cli("tree", url=database_url)
+    assert "compute-cli_NUMA0" in table.stdout
+    assert "disabled" in table.stdout
+    usage = run_cli("usage", "--project", "beta", "-f", "csv", url=database_url)
+    assert usage.stdout.splitlines() == ["project,resource_class,used,consumers", "beta,VCPU,2,1"]

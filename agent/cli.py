@@ -38,7 +38,7 @@ from agent.settings import (
     load_settings,
 )
 from agent.show import plan_document, print_plan
-from agent.state import StateStore
+from agent.state import StateError, StateStore
 from placement_client import PlacementClient
 from placement_client.auth import DEFAULT_API_URL, SETUP_ERRORS, keystone_in_environment
 from placement_client.environment import known_variables, warn_unknown_variables
@@ -413,6 +413,14 @@ def heal_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Report what would be done; write nothing.")
     ] = False,
+    hosts: Annotated[
+        list[str],
+        typer.Option(
+            "--host",
+            help="NAME=LIBVIRT_URI, repeatable: heal these hosts (root providers by name, "
+            "e.g. qemu+ssh://NAME/system) in one run and report on all of them.",
+        ),
+    ] = [],  # noqa: B006
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
     api_url: ApiUrl = None,
     token: Token = None,
@@ -446,27 +454,53 @@ def heal_command(
     heal_options = healing.HealOptions(
         project_id, user_id, delete_orphans, settings.heal_orphan_grace, dry_run
     )
+    targets = [_heal_target(value) for value in hosts] or [(None, settings.libvirt_uri)]
     try:
-        report = asyncio.run(_heal(settings, heal_options))
-    except (*PASS_FAILURES, healing.HostNotReported) as error:
+        reports = asyncio.run(_heal(settings, targets, heal_options))
+    except StateError as error:
         err_console.print(f"[red]heal failed:[/red] {escape(str(error))}")
         raise typer.Exit(code=Outcome.FAILED) from None
     if as_json:
-        typer.echo(json.dumps(healing.document([report], heal_options), indent=2))
+        typer.echo(json.dumps(healing.document(reports, heal_options), indent=2))
     else:
-        healing.print_report(Console(soft_wrap=True), report, heal_options)
-    raise typer.Exit(code=Outcome.DRIFT if report.drift_left else Outcome.SYNCED)
+        for report in reports:
+            healing.print_report(Console(soft_wrap=True), report, heal_options)
+    if any(report.error for report in reports):
+        raise typer.Exit(code=Outcome.FAILED)
+    raise typer.Exit(code=Outcome.DRIFT if any(r.drift_left for r in reports) else Outcome.SYNCED)
 
 
-async def _heal(settings: AgentSettings, options: healing.HealOptions) -> healing.HealReport:
-    facts = await asyncio.to_thread(discover, settings)
-    name = settings.provider_name or facts.hostname
-    state = StateStore(settings.state_dir).load()
+def _heal_target(value: str) -> tuple[str | None, str]:
+    name, separator, uri = value.partition("=")
+    if not separator or not name or not uri:
+        raise typer.BadParameter(f"--host takes NAME=LIBVIRT_URI, not {value!r}")
+    return name, uri
+
+
+async def _heal(
+    settings: AgentSettings,
+    targets: list[tuple[str | None, str]],
+    options: healing.HealOptions,
+) -> list[healing.HealReport]:
+    """Each host in turn; one that cannot be healed is reported, and the rest go on.
+    Without ``--host``: this host, its root provider the one the state directory names."""
+    state = StateStore(settings.state_dir).load() if targets[0][0] is None else None
+    ledger = healing.OrphanLedger(settings.state_dir)
+    reports = []
     async with _client(settings) as client:
         placement = AgentPlacement(client)
-        root = await healing.find_root(placement, state.root_provider_uuid if state else None, name)
-        ledger = healing.OrphanLedger(settings.state_dir)
-        return await healing.heal(placement, root, facts.domains, ledger, options)
+        for name, uri in targets:
+            host_settings = settings.model_copy(update={"libvirt_uri": uri})
+            try:
+                facts = await asyncio.to_thread(discover, host_settings)
+                named = name or settings.provider_name or facts.hostname
+                known = state.root_provider_uuid if state else None
+                root = await healing.find_root(placement, known, named)
+                report = await healing.heal(placement, root, facts.domains, ledger, options)
+            except (*PASS_FAILURES, healing.HostNotReported) as error:
+                report = healing.HealReport(name or uri, "", error=str(error))
+            reports.append(report)
+    return reports
 
 
 def main() -> None:

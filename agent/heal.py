@@ -68,6 +68,8 @@ class HealReport:
     # Domain name or consumer -> why it was left as it is.
     not_healed: dict[str, str] = field(default_factory=dict)
     orphans: list[Orphan] = field(default_factory=list)
+    # Why this host could not be healed at all (libvirt or Placement unreachable, ...).
+    error: str | None = None
 
     @property
     def drift_left(self) -> bool:
@@ -75,20 +77,26 @@ class HealReport:
 
 
 class OrphanLedger:
-    """When each orphan was first seen, kept across runs in the state directory."""
+    """When each orphan was first seen, per host, kept across runs in the state
+    directory (one run may heal several hosts: ``--host NAME=URI``)."""
 
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / LEDGER_FILE_NAME
 
-    def load(self) -> dict[str, float]:
+    def load(self, host_uuid: str) -> dict[str, float]:
+        return dict(self._all().get(host_uuid, {}))
+
+    def save(self, host_uuid: str, first_seen: dict[str, float]) -> None:
+        everything = self._all() | {host_uuid: first_seen}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(everything, indent=2, sort_keys=True))
+
+    def _all(self) -> dict[str, dict[str, float]]:
         try:
-            return {str(k): float(v) for k, v in json.loads(self.path.read_text()).items()}
+            found = json.loads(self.path.read_text())
         except FileNotFoundError:
             return {}
-
-    def save(self, first_seen: dict[str, float]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(first_seen, indent=2, sort_keys=True))
+        return {host: {c: float(t) for c, t in seen.items()} for host, seen in found.items()}
 
 
 async def heal(
@@ -110,7 +118,9 @@ async def heal(
     room = await _room(client, tree)
     for domain in drift.domains_without_allocation:
         await _create(client, domain, room, options, report)
-    await _orphans(client, drift.allocations_without_domain, tree, ledger, options, report)
+    await _orphans(
+        client, drift.allocations_without_domain, root.uuid, tree, ledger, options, report
+    )
     return report
 
 
@@ -174,13 +184,14 @@ async def _create(
 async def _orphans(
     client: AgentPlacement,
     orphans: dict[str, dict[str, int]],
+    host_uuid: str,
     tree: list[ProviderRecord],
     ledger: OrphanLedger,
     options: HealOptions,
     report: HealReport,
 ) -> None:
     now = time.time()
-    known = ledger.load()
+    known = ledger.load(host_uuid)
     first_seen = {consumer: known.get(consumer, now) for consumer in orphans}
     ours = {provider.uuid for provider in tree}
     for consumer, resources in orphans.items():
@@ -192,7 +203,7 @@ async def _orphans(
             del first_seen[consumer]
         report.orphans.append(Orphan(consumer, resources, seen_for, deleted))
     if not options.dry_run:
-        ledger.save(first_seen)
+        ledger.save(host_uuid, first_seen)
 
 
 async def _remove_here(
@@ -220,6 +231,7 @@ def document(reports: list[HealReport], options: HealOptions) -> dict[str, Any]:
             "created": [vars(h) for h in r.created],
             "not_healed": r.not_healed,
             "orphans": [vars(o) for o in r.orphans],
+            "error": r.error,
         }
         for r in reports
     ]
@@ -232,6 +244,7 @@ def document(reports: list[HealReport], options: HealOptions) -> dict[str, Any]:
             "not_healed": sum(len(r.not_healed) for r in reports),
             "orphans": sum(len(r.orphans) for r in reports),
             "orphans_deleted": sum(o.deleted for r in reports for o in r.orphans),
+            "hosts_failed": sum(r.error is not None for r in reports),
         },
     }
 
@@ -254,6 +267,9 @@ async def find_root(client: AgentPlacement, root_uuid: str | None, name: str) ->
 
 def print_report(console: Console, report: HealReport, options: HealOptions) -> None:
     """One line per action, whole uuids on it: operators grep and paste them."""
+    if report.error is not None:
+        console.print(f"[red]{report.host}: not healed[/red]: {report.error}")
+        return
     would = "would create" if options.dry_run else "created"
     for healed in report.created:
         where = "; ".join(

@@ -164,3 +164,27 @@ def test_decommission_without_a_url_refuses_rather_than_use_the_default() -> Non
     assert refused.returncode == Outcome.FAILED
     assert "--api-url" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("placement_server", ["sqlite"], indirect=True)  # the CLI, not the DB
+async def test_one_heal_reports_on_every_host_it_is_given_and_goes_on_past_a_failure(
+    tmp_path: Path, placement_server: Any, placement: httpx.Client, agent_settings: Any
+) -> None:
+    hosts = {}
+    for name in ("fleet-a", "fleet-b"):
+        node = write_node(tmp_path / f"{name}.xml", cpus=4, memory_mib=4096, domains=(_web(),))
+        settings = agent_settings(node)
+        await one_pass(settings)
+        hosts[str(settings.provider_name)] = node_uri(node)
+    given = [f"--host={name}={uri}" for name, uri in hosts.items()]
+    ghost = f"--host=ghost-{uuid.uuid4().hex[:6]}={node_uri(tmp_path / 'fleet-a.xml')}"
+    fleet = agent(
+        "heal", "--api-url", placement_server.url, "--token", "admin", *given, ghost,
+        "--state-dir", str(tmp_path / "central"), "--project-id", "p", "--user-id", "u", "--json",
+    )  # fmt: skip
+    assert fleet.returncode == Outcome.FAILED, fleet.stderr
+    document = json.loads(fleet.stdout)
+    assert [h["host"] for h in document["hosts"][:2]] == list(hosts)
+    assert document["totals"]["created"] == 2
+    assert document["totals"]["hosts_failed"] == 1
+    assert "no root provider" in document["hosts"][2]["error"]

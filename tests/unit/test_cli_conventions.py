@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,22 @@ def test_scheduler_log_lines_carry_their_time() -> None:
     # uvicorn's own lines go through the same handler, so they carry it too.
     assert config["loggers"]["uvicorn"]["propagate"] is True
     assert config["root"]["handlers"] == ["stderr"]
+
+
+def test_decommission_names_the_placement_it_could_not_reach() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "agent", "decommission", "compute-9", "--api-url", url,
+         "--token", "admin"],
+        env=environment, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert f"cannot reach Placement at {url}/" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -124,7 +124,9 @@ def serve(
     host: Annotated[
         str, typer.Option(envvar="PLACEMENT_HOST", help="Address to listen on.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(envvar="PLACEMENT_PORT", help="Port to listen on.")] = 8778,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, envvar="PLACEMENT_PORT", help="Port to listen on.")
+    ] = 8778,
     workers: Annotated[
         int, typer.Option(min=1, envvar="PLACEMENT_WORKERS", help="Worker processes.")
     ] = 1,

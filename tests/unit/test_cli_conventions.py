@@ -44,6 +44,12 @@ def test_every_program_prints_its_version(app: typer.Typer, program: str) -> Non
     assert result.output.split()[1][0].isdigit()
 
 
+def test_a_port_out_of_range_is_a_usage_error() -> None:
+    result = CliRunner().invoke(api_app, ["serve", "--port", "99999"])
+    assert result.exit_code == 2
+    assert "65535" in result.output
+
+
 def test_an_unknown_log_level_is_a_usage_error_naming_the_choices() -> None:
     result = CliRunner().invoke(api_app, ["serve", "--log-level", "verbose"])
     assert result.exit_code == 2

@@ -22,6 +22,7 @@ from flavors.files import FlavorsFileError
 from placement_client.auth import SETUP_ERRORS, load_adapter
 from placement_client.environment import known_variables, warn_unknown_variables
 from placement_client.log_levels import LogLevel
+from placement_client.output import Format, FormatOption, emit, print_table
 from placement_client.program_version import VersionOption
 from scheduler.request.flavors_file import DEFAULT_FLAVORS_FILE, FLAVORS_FILE_VARIABLE, load_flavor
 from scheduler.request.spec import ScheduleRequest
@@ -326,24 +327,34 @@ def release(
 
 
 @app.command()
-def plugins(url: UrlOption = DEFAULT_URL) -> None:
+def plugins(url: UrlOption = DEFAULT_URL, fmt: FormatOption = Format.TABLE) -> None:
     """Show the enabled filters and weighers."""
 
     async def run() -> None:
         async with SchedulerClient(url) as client:
             filters, weighers = await client.filters(), await client.weighers()
+        if fmt is not Format.TABLE:
+            rows = [["filter", f.position, f.name, "", f.description] for f in filters.enabled]
+            rows += [
+                ["weigher", w.position, w.name, f"{w.multiplier:g}", w.description]
+                for w in weighers.enabled
+            ]
+            columns = ["kind", "position", "name", "multiplier", "description"]
+            document = {"filters": filters.model_dump(), "weighers": weighers.model_dump()}
+            emit(columns, rows, fmt, document=document)
+            return
         table = Table(title="Filters (in order)")
         for column in ("#", "name", "description"):
             table.add_column(column)
         for f in filters.enabled:
             table.add_row(str(f.position), f.name, f.description)
-        console.print(table)
+        print_table(table, console)
         table = Table(title=f"Weighers (strategy {weighers.strategy})")
         for column in ("name", "multiplier", "description"):
             table.add_column(column)
         for w in weighers.enabled:
             table.add_row(w.name, f"{w.multiplier:g}", w.description)
-        console.print(table)
+        print_table(table, console)
 
     with _reaching(url):
         asyncio.run(run())

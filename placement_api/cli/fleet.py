@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from placement_api.cli.output import Format, FormatOption, emit
 from placement_api.cli.settings import command_settings
 from placement_api.operator import database
 from placement_api.operator.hosts import ConflictsPersisted, HostNotFound, set_disabled
 from placement_api.operator.project_usage import read_usage
 from placement_api.operator.tree import ProviderNode, read_trees
+from placement_client.output import Format, FormatOption, emit
 
 host_app = typer.Typer(
     help="Take a compute host out of scheduling, or put it back.", no_args_is_help=True

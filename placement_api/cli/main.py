@@ -23,7 +23,6 @@ from placement_api.cli import dashboard as cli_dashboard
 from placement_api.cli import fleet as cli_fleet
 from placement_api.cli import migration as cli_migration
 from placement_api.cli import operator as cli_operator
-from placement_api.cli.output import Format, FormatOption, chosen
 from placement_api.cli.settings import command_settings, valid_settings
 from placement_api.config_file import ConfigFileError
 from placement_api.db import migrations
@@ -40,6 +39,7 @@ from placement_api.serving.worker_sockets import reuse_port_socket, reuse_port_s
 from placement_api.settings import Settings, get_settings
 from placement_client.environment import known_variables, warn_unknown_variables
 from placement_client.log_levels import LogLevel
+from placement_client.output import Format, FormatOption, chosen
 from placement_client.program_version import VersionOption
 
 app = typer.Typer(help="Placement API service.", no_args_is_help=True, add_completion=False)

@@ -13,10 +13,10 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from placement_api.cli.output import Format, emit, print_table
 from placement_api.operator import database
 from placement_api.operator import status as status_checks
 from placement_api.settings import Settings
+from placement_client.output import Format, emit, print_table
 
 if TYPE_CHECKING:
     from placement_api.operator.audit import AuditReport

@@ -22,6 +22,7 @@ from rich.markup import escape
 from agent import decommission as decommissioning
 from agent import heal as healing
 from agent.daemon import run_until_stopped, stop_on_signals
+from agent.heal_fleet import Target, heal_hosts, parse_target
 from agent.placement import AgentPlacement
 from agent.reporting_pass import (
     PASS_FAILURES,
@@ -454,7 +455,10 @@ def heal_command(
     heal_options = healing.HealOptions(
         project_id, user_id, delete_orphans, settings.heal_orphan_grace, dry_run
     )
-    targets = [_heal_target(value) for value in hosts] or [(None, settings.libvirt_uri)]
+    try:
+        targets = [parse_target(value) for value in hosts] or [(None, settings.libvirt_uri)]
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--host") from None
     try:
         reports = asyncio.run(_heal(settings, targets, heal_options))
     except StateError as error:
@@ -470,37 +474,11 @@ def heal_command(
     raise typer.Exit(code=Outcome.DRIFT if any(r.drift_left for r in reports) else Outcome.SYNCED)
 
 
-def _heal_target(value: str) -> tuple[str | None, str]:
-    name, separator, uri = value.partition("=")
-    if not separator or not name or not uri:
-        raise typer.BadParameter(f"--host takes NAME=LIBVIRT_URI, not {value!r}")
-    return name, uri
-
-
 async def _heal(
-    settings: AgentSettings,
-    targets: list[tuple[str | None, str]],
-    options: healing.HealOptions,
+    settings: AgentSettings, targets: list[Target], options: healing.HealOptions
 ) -> list[healing.HealReport]:
-    """Each host in turn; one that cannot be healed is reported, and the rest go on.
-    Without ``--host``: this host, its root provider the one the state directory names."""
-    state = StateStore(settings.state_dir).load() if targets[0][0] is None else None
-    ledger = healing.OrphanLedger(settings.state_dir)
-    reports = []
     async with _client(settings) as client:
-        placement = AgentPlacement(client)
-        for name, uri in targets:
-            host_settings = settings.model_copy(update={"libvirt_uri": uri})
-            try:
-                facts = await asyncio.to_thread(discover, host_settings)
-                named = name or settings.provider_name or facts.hostname
-                known = state.root_provider_uuid if state else None
-                root = await healing.find_root(placement, known, named)
-                report = await healing.heal(placement, root, facts.domains, ledger, options)
-            except (*PASS_FAILURES, healing.HostNotReported) as error:
-                report = healing.HealReport(name or uri, "", error=str(error))
-            reports.append(report)
-    return reports
+        return await heal_hosts(settings, client, targets, options)
 
 
 def main() -> None:

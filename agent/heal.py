@@ -30,7 +30,7 @@ from rich.console import Console
 from agent.discovery.model import Domain
 from agent.placement import AgentPlacement, ConsumerRecord, ProviderRecord
 from agent.reconcile import find_drift
-from placement_client import Conflict, PlacementError
+from placement_client import BadRequest, Conflict, PlacementError
 
 LEDGER_FILE_NAME = "heal.json"
 CONSUMER_TYPE = "INSTANCE"
@@ -172,7 +172,9 @@ async def _create(
         consumer = ConsumerRecord(domain.uuid, None, options.project_id, options.user_id, placed)
         try:
             await client.create_consumer(consumer, CONSUMER_TYPE)
-        except Conflict as refused:
+        except (Conflict, BadRequest) as refused:
+            # Created meanwhile, or a unit limit (max_unit, step_size) the room check
+            # does not look at: this domain is left, the others go on.
             report.not_healed[domain.name] = f"not written: {refused.detail}"
             return
     for provider, taken in placed.items():

@@ -104,6 +104,22 @@ async def test_heal_creates_the_missing_allocation_of_a_running_domain_only(
     assert (await one_pass(settings)).outcome is Outcome.SYNCED
 
 
+async def test_a_domain_the_server_refuses_is_listed_and_the_others_are_healed(
+    tmp_path: Path, placement: httpx.Client, agent_settings: Any
+) -> None:
+    # 8 vCPUs fit the room at ratio 4 (16) but not VCPU's max_unit (the 4 CPUs).
+    big = NodeDomain(str(uuid.uuid4()), "big", vcpus=8, memory_mib=256)
+    web = _web()
+    node = write_node(tmp_path / "host.xml", cpus=4, memory_mib=4096, domains=(big, web))
+    settings = agent_settings(node, cpu_allocation_ratio=4.0)
+    await one_pass(settings)
+
+    report = await _heal(settings, _options())
+    assert [h.consumer for h in report.created] == [web.uuid]
+    assert "not written" in report.not_healed["big"]
+    assert _held(placement, big.uuid) == {}
+
+
 async def test_an_orphan_is_kept_for_its_grace_then_removed_from_this_host_only(
     tmp_path: Path, placement: httpx.Client, agent_settings: Any
 ) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from rich.console import Console
 
 from agent.discovery.model import Domain
+from agent.inventory import InventoryRecord
 from agent.placement import AgentPlacement, ConsumerRecord, ProviderRecord
 from agent.reconcile import find_drift
 from placement_client import BadRequest, Conflict, PlacementError
@@ -128,34 +129,58 @@ def _root_first(providers: list[ProviderRecord], root_uuid: str) -> list[Provide
     return sorted(providers, key=lambda p: (p.uuid != root_uuid, p.name))
 
 
-async def _room(client: AgentPlacement, tree: list[ProviderRecord]) -> dict[str, dict[str, int]]:
-    """Provider -> class -> what is left of its capacity now (in tree order)."""
-    room: dict[str, dict[str, int]] = {}
+@dataclass
+class Space:
+    """What is left of one inventory, and the unit limits an amount must keep."""
+
+    left: int
+    record: InventoryRecord
+
+    def takes(self, amount: int) -> bool:
+        limits = self.record
+        return (
+            amount <= self.left
+            and limits.min_unit <= amount <= limits.max_unit
+            and amount % limits.step_size == 0
+        )
+
+
+Room = dict[str, dict[str, Space]]
+
+
+async def _room(client: AgentPlacement, tree: list[ProviderRecord]) -> Room:
+    """Provider -> class -> its space now (in tree order)."""
+    room: Room = {}
     for provider in tree:
         inventories = (await client.get_inventories(provider.uuid)).inventories
         used = await client.get_usages(provider.uuid)
         room[provider.uuid] = {
-            rc: record.capacity - used.get(rc, 0) for rc, record in inventories.items()
+            rc: Space(record.capacity - used.get(rc, 0), record)
+            for rc, record in inventories.items()
         }
     return room
 
 
-def place(wanted: dict[str, int], room: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-    """Each class on the first provider (in ``room``'s order) with space for all of it;
+def place(wanted: dict[str, int], room: Room) -> dict[str, dict[str, int]]:
+    """Each class on the first provider (in ``room``'s order) that takes all of it;
     empty when one class fits nowhere."""
     placed: dict[str, dict[str, int]] = {}
     for rc, amount in wanted.items():
-        provider = next((p for p, left in room.items() if left.get(rc, -1) >= amount), None)
+        provider = next((p for p, space in room.items() if _takes(space, rc, amount)), None)
         if provider is None:
             return {}
         placed.setdefault(provider, {})[rc] = amount
     return placed
 
 
+def _takes(space: dict[str, Space], rc: str, amount: int) -> bool:
+    return rc in space and space[rc].takes(amount)
+
+
 async def _create(
     client: AgentPlacement,
     domain: Domain,
-    room: dict[str, dict[str, int]],
+    room: Room,
     options: HealOptions,
     report: HealReport,
 ) -> None:
@@ -163,7 +188,7 @@ async def _create(
     placed = place(wanted, room)
     if not placed:
         listed = ", ".join(f"{rc}={n}" for rc, n in wanted.items())
-        report.not_healed[domain.name] = f"{listed} fit on no provider of the host"
+        report.not_healed[domain.name] = f"{listed} fit on no provider of the host (room, units)"
         return
     if options.project_id is None or options.user_id is None:
         report.not_healed[domain.name] = "no owner: give --project-id and --user-id"
@@ -179,7 +204,7 @@ async def _create(
             return
     for provider, taken in placed.items():
         for rc, amount in taken.items():
-            room[provider][rc] -= amount
+            room[provider][rc].left -= amount
     report.created.append(Healed(domain.uuid, domain.name, placed))
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from agent.heal import HealOptions, HealReport, OrphanLedger, find_root, heal, place
+from agent.heal import HealOptions, HealReport, OrphanLedger, Space, find_root, heal, place
+from agent.inventory import InventoryRecord
 from agent.placement import AgentPlacement
 from agent.reporting_pass import Outcome
 from agent.settings import AgentSettings
@@ -70,13 +71,23 @@ def _claim(placement: httpx.Client, consumer: str, body: dict[str, Any]) -> None
     assert placement.put(f"/allocations/{consumer}", json=body).status_code == 204
 
 
-def test_each_class_goes_to_the_first_provider_with_room_or_nowhere() -> None:
-    room = {"root": {"VCPU": 1, "MEMORY_MB": 4096}, "cell": {"VCPU": 8}}
+def _space(left: int, max_unit: int = 64, step_size: int = 1) -> Space:
+    return Space(left, InventoryRecord(total=64, max_unit=max_unit, step_size=step_size))
+
+
+def test_each_class_goes_to_the_first_provider_that_takes_it_or_nowhere() -> None:
+    room = {
+        "root": {"VCPU": _space(1), "MEMORY_MB": _space(4096, max_unit=8192, step_size=256)},
+        "cell": {"VCPU": _space(8, max_unit=4)},
+        "cell2": {"VCPU": _space(8)},
+    }
     assert place({"VCPU": 2, "MEMORY_MB": 512}, room) == {
         "cell": {"VCPU": 2},
         "root": {"MEMORY_MB": 512},
     }
+    assert place({"VCPU": 6}, room) == {"cell2": {"VCPU": 6}}  # over the cell's max_unit
     assert place({"VCPU": 16}, room) == {}
+    assert place({"VCPU": 1, "MEMORY_MB": 100}, room) == {}  # not a step of 256
 
 
 async def test_heal_creates_the_missing_allocation_of_a_running_domain_only(
@@ -104,10 +115,11 @@ async def test_heal_creates_the_missing_allocation_of_a_running_domain_only(
     assert (await one_pass(settings)).outcome is Outcome.SYNCED
 
 
-async def test_a_domain_the_server_refuses_is_listed_and_the_others_are_healed(
+async def test_a_domain_no_provider_takes_is_listed_and_the_others_are_healed(
     tmp_path: Path, placement: httpx.Client, agent_settings: Any
 ) -> None:
-    # 8 vCPUs fit the room at ratio 4 (16) but not VCPU's max_unit (the 4 CPUs).
+    # 8 vCPUs fit the room at ratio 4 (16) but not VCPU's max_unit (the 4 CPUs),
+    # which the server would refuse.
     big = NodeDomain(str(uuid.uuid4()), "big", vcpus=8, memory_mib=256)
     web = _web()
     node = write_node(tmp_path / "host.xml", cpus=4, memory_mib=4096, domains=(big, web))
@@ -116,7 +128,7 @@ async def test_a_domain_the_server_refuses_is_listed_and_the_others_are_healed(
 
     report = await _heal(settings, _options())
     assert [h.consumer for h in report.created] == [web.uuid]
-    assert "not written" in report.not_healed["big"]
+    assert "fit on no provider" in report.not_healed["big"]
     assert _held(placement, big.uuid) == {}
 
 

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from placement_api.cli.settings import command_settings
+from placement_api.errors import PlacementError
 from placement_api.operator import database
 from placement_api.operator.hosts import ConflictsPersisted, HostNotFound, set_disabled
 from placement_api.operator.project_usage import read_usage
@@ -44,6 +45,9 @@ def _failures(url: str) -> Iterator[None]:
         yield
     except (HostNotFound, ConflictsPersisted, database.DatabaseUnavailable) as error:
         err.print(f"[red]error:[/red] {escape(str(error))}")
+        raise typer.Exit(code=2) from None
+    except PlacementError as error:
+        err.print(f"[red]error:[/red] {escape(error.detail)}")
         raise typer.Exit(code=2) from None
     except database.CONNECTION_ERRORS as error:
         err.print(f"[red]error:[/red] {escape(str(database.unavailable(url, error)))}")

@@ -23,6 +23,7 @@ from placement_api.db.models import ResourceProvider
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, providers, traits
 from placement_api.domain.changes import recording_session_factory
+from placement_api.domain.standard_names import sync_standard_names
 
 DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
 HOST_STATUS = "host_status"
@@ -52,8 +53,13 @@ async def set_disabled(
     database_url: str, host: str, *, disabled: bool, reason: str | None = None
 ) -> HostStatusChange:
     engine = create_engine(database_url, pool_size=1)
+    factory = recording_session_factory(engine)
     try:
-        return await _set_disabled(recording_session_factory(engine), host, disabled, reason)
+        # The trait is standard: the API adds those as it starts, a database only
+        # migrated (or imported) may not have it yet.
+        async with unit_of_work(factory, write=True) as session:
+            await sync_standard_names(session)
+        return await _set_disabled(factory, host, disabled, reason)
     finally:
         await engine.dispose()
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+from pathlib import Path
 
 import pytest
 
+from placement_api.db import migrations
 from placement_api.operator.hosts import DISABLED_TRAIT, set_disabled
 from placement_api.operator.project_usage import read_usage
 from placement_api.operator.tree import read_trees
@@ -139,3 +142,19 @@ async def test_the_commands_print_one_line_tables_json_and_csv(
     assert "disabled" in table.stdout
     usage = run_cli("usage", "--project", "beta", "-f", "csv", url=database_url)
     assert usage.stdout.splitlines() == ["project,resource_class,used,consumers", "beta,VCPU,2,1"]
+
+
+def test_disable_works_on_a_database_the_api_never_served(tmp_path: Path) -> None:
+    """Only migrated (or restored): the standard traits are not there yet."""
+    url = f"sqlite+aiosqlite:///{tmp_path}/placement.sqlite"
+    migrations.upgrade(url)
+    host = new_uuid()
+    with sqlite3.connect(tmp_path / "placement.sqlite") as connection:
+        connection.execute(
+            "INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id, "
+            "created_at) VALUES (1, ?, 'restored-1', 0, 1, CURRENT_TIMESTAMP)",
+            (host,),
+        )
+    change = asyncio.run(set_disabled(url, "restored-1", disabled=True, reason="restored"))
+    assert change.changed
+    assert change.uuid == host

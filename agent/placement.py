@@ -159,6 +159,18 @@ class AgentPlacement:
             },
         )
 
+    async def create_consumer(self, consumer: ConsumerRecord, consumer_type: str) -> None:
+        """A new consumer's allocations: refused (409) if it exists by now."""
+        payload = _consumer_json(consumer) | {"consumer_type": consumer_type}
+        await self._client.put(f"/allocations/{consumer.uuid}", payload)
+
+    async def replace_consumer(self, consumer: ConsumerRecord) -> None:
+        """The consumer's whole allocation set (none: it is removed), if its generation is
+        still the one read. Sent at 1.37 so the consumer keeps its type."""
+        path = f"/allocations/{consumer.uuid}"
+        body = _consumer_json(consumer)
+        await self._client.request("PUT", path, json=body, microversion=RESHAPE_AT_MOST)
+
     async def reshape(
         self,
         inventories: dict[str, tuple[int, dict[str, InventoryRecord]]],

@@ -207,6 +207,15 @@ class AgentSettings(BaseSettings):
     conflict_retries: int = Field(
         default=5, ge=0, description="Retries of a write that lost a generation race."
     )
+    heal_orphan_grace: float = Field(
+        default=3600.0,
+        ge=0,
+        description=(
+            "`heal --delete-orphans` removes an allocation whose domain is gone only once "
+            "heal has seen it orphaned for this many seconds (a build in flight is claimed "
+            "before its domain exists)."
+        ),
+    )
     heartbeat: bool = Field(
         default=True,
         description=(

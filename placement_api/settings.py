@@ -27,7 +27,11 @@ class Settings(BaseSettings):
 
     database_url: str = Field(
         default=f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
-        description="SQLAlchemy async URL: sqlite+aiosqlite:///... or postgresql+asyncpg://...",
+        description=(
+            "sqlite:///PATH, or PostgreSQL (postgresql://, postgres:// or "
+            "postgresql+asyncpg://; always driven by asyncpg). MySQL and MariaDB are "
+            "import sources only (`placement-api db import --source`)."
+        ),
     )
     database_pool_size: int = Field(
         default=10,

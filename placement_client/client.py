@@ -216,13 +216,14 @@ class PlacementClient:
             try:
                 response = await self._http.request(method, url, headers=sent, **options)
             except (TimeoutError, httpx.HTTPError) as error:
-                failure = f"{type(error).__name__}: {error}"
+                # The whole URL: which Placement did not answer is the first question.
+                failure = f"cannot reach Placement at {url}: {type(error).__name__}: {error}"
                 if not (resendable(method, error) and self._may_retry(retry, started)):
                     raise PlacementUnavailable(method, path, None, failure) from error
             else:
                 if response.status_code != UNAVAILABLE or not self._may_retry(retry, started):
                     return response
-                failure = f"{response.status_code} {response.text[:200]}"
+                failure = f"{url} answered {response.status_code} {response.text[:200]}"
             delay = self._retry.delay(retry)
             log.warning("%s %s: %s; trying again in %.2fs", method, path, failure, delay)
             await self._sleep(delay)

@@ -17,8 +17,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from flavors.amounts import placement_form
 from flavors.files import FlavorsFileError
 from placement_client.auth import SETUP_ERRORS, load_adapter
+from placement_client.environment import known_variables, warn_unknown_variables
+from placement_client.log_levels import LogLevel
+from placement_client.output import Format, FormatOption, emit, print_table
+from placement_client.program_version import VersionOption
 from scheduler.request.flavors_file import DEFAULT_FLAVORS_FILE, FLAVORS_FILE_VARIABLE, load_flavor
 from scheduler.request.spec import ScheduleRequest
 from scheduler.serving.render import render_decision, render_explanation
@@ -33,6 +38,12 @@ from scheduler.settings import ENV_PREFIX, SchedulerSettings
 app = typer.Typer(help="Placement scheduler service.", no_args_is_help=True, add_completion=False)
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)
+
+
+@app.callback()
+def _program(version: VersionOption = False) -> None:
+    """Placement scheduler service."""
+
 
 UrlOption = Annotated[
     str,
@@ -98,7 +109,9 @@ def serve(
     config: Annotated[
         Path | None, typer.Option(help=_setting("config_file", "YAML settings file."))
     ] = None,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    log_level: Annotated[
+        LogLevel, typer.Option(case_sensitive=False, help="Lowest level logged.")
+    ] = LogLevel.INFO,
 ) -> None:
     """Serve the scheduler API.
 
@@ -107,6 +120,7 @@ def serve(
     import uvicorn
 
     from scheduler.serving.collector import tune_collector
+    from scheduler.serving.logs import logging_config
     from scheduler.serving.service import create_app
 
     given: dict[str, Any] = {
@@ -132,16 +146,25 @@ def serve(
         errors.print(f"[red]cannot set up Placement credentials:[/red] {escape(str(error))}")
         raise typer.Exit(1) from error
     tune_collector(settings)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level.value,
+        log_config=logging_config(log_level.value),
+    )
 
 
 def _pairs(values: list[str], option: str) -> dict[str, int]:
     found: dict[str, int] = {}
     for value in values:
-        name, sep, amount = value.partition("=")
-        if not sep or not amount.isdigit():
-            raise typer.BadParameter(f"{option} takes CLASS=N, not {value!r}")
-        found[name.strip().upper()] = int(amount)
+        for item in placement_form(value).split(","):
+            name, sep, amount = item.partition(":")
+            if not sep or not amount.strip().isdigit():
+                raise typer.BadParameter(
+                    f"{option} takes CLASS:N or CLASS=N (comma-separated), not {value!r}"
+                )
+            found[name.strip().upper()] = int(amount)
     return found
 
 
@@ -151,7 +174,10 @@ def schedule(
     vcpus: Annotated[int, typer.Option(help="VCPU per instance.")] = 0,
     memory_mb: Annotated[int, typer.Option(help="MEMORY_MB per instance.")] = 0,
     disk_gb: Annotated[int, typer.Option(help="DISK_GB per instance.")] = 0,
-    resource: Annotated[list[str], typer.Option(help="More resources, CLASS=N.")] = [],  # noqa: B006
+    resource: Annotated[
+        list[str],
+        typer.Option(help="More resources: CLASS:N or CLASS=N, comma-separated or repeated."),
+    ] = [],  # noqa: B006
     flavor: Annotated[
         str | None,
         typer.Option(help="A flavor of the flavors file; other options add to it or override it."),
@@ -225,11 +251,24 @@ def schedule(
             raise typer.BadParameter(str(exc), param_hint="--flavor") from None
     try:
         request = ScheduleRequest.model_validate(body)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    except ValidationError as exc:
+        raise typer.BadParameter(_problems(exc)) from None
     with _reaching(url):
         code = asyncio.run(_schedule(url, request, as_json))
     raise typer.Exit(code)
+
+
+def _problems(error: ValidationError) -> str:
+    """The request's problems in a line, as the options that cause them say them."""
+    said = []
+    for problem in error.errors():
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        where = ".".join(map(str, problem["loc"]))
+        said.append(f"{where}: {message}" if where else message)
+    text = "; ".join(said)
+    if "no resources" in text:
+        text += " (give --vcpus, --memory-mb, --disk-gb, --resource CLASS:N or --flavor NAME)"
+    return text
 
 
 async def _schedule(url: str, request: ScheduleRequest, as_json: bool) -> int:
@@ -256,40 +295,66 @@ async def _schedule(url: str, request: ScheduleRequest, as_json: bool) -> int:
 @app.command()
 def release(
     consumers: Annotated[list[uuid.UUID], typer.Argument(help="Consumer uuids.")],
-    url: UrlOption = DEFAULT_URL,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            envvar="PLACEMENT_SCHEDULER_URL",
+            show_envvar=False,
+            help="URL of `placement-scheduler serve` (env var PLACEMENT_SCHEDULER_URL); "
+            "required: releasing deletes allocations.",
+        ),
+    ] = None,
 ) -> None:
     """Give back the claims of consumers."""
+    if url is None:
+        errors.print(
+            "[red]release deletes allocations: say which scheduler[/red] with --url or "
+            f"PLACEMENT_SCHEDULER_URL; it does not fall back to {DEFAULT_URL}."
+        )
+        raise typer.Exit(2)
+    chosen: str = url
 
     async def run() -> None:
-        async with SchedulerClient(url) as client:
+        async with SchedulerClient(chosen) as client:
             result = await client.release(consumers)
         console.print(f"released: {', '.join(result.released) or '-'}")
         if result.not_found:
             console.print(f"had no allocations: {', '.join(result.not_found)}")
 
-    with _reaching(url):
+    with _reaching(chosen):
         asyncio.run(run())
 
 
 @app.command()
-def plugins(url: UrlOption = DEFAULT_URL) -> None:
+def plugins(url: UrlOption = DEFAULT_URL, fmt: FormatOption = Format.TABLE) -> None:
     """Show the enabled filters and weighers."""
 
     async def run() -> None:
         async with SchedulerClient(url) as client:
             filters, weighers = await client.filters(), await client.weighers()
+        if fmt is not Format.TABLE:
+            rows = [["filter", f.position, f.name, "", f.description] for f in filters.enabled]
+            rows += [
+                ["weigher", w.position, w.name, f"{w.multiplier:g}", w.description]
+                for w in weighers.enabled
+            ]
+            columns = ["kind", "position", "name", "multiplier", "description"]
+            document = {"filters": filters.model_dump(), "weighers": weighers.model_dump()}
+            emit(columns, rows, fmt, document=document)
+            return
         table = Table(title="Filters (in order)")
         for column in ("#", "name", "description"):
             table.add_column(column)
         for f in filters.enabled:
             table.add_row(str(f.position), f.name, f.description)
-        console.print(table)
+        print_table(table, console)
         table = Table(title=f"Weighers (strategy {weighers.strategy})")
         for column in ("name", "multiplier", "description"):
             table.add_column(column)
         for w in weighers.enabled:
             table.add_row(w.name, f"{w.multiplier:g}", w.description)
-        console.print(table)
+        print_table(table, console)
 
     with _reaching(url):
         asyncio.run(run())
@@ -316,4 +381,6 @@ def openapi(
 
 
 def main() -> None:
+    known = known_variables(ENV_PREFIX, SchedulerSettings, app, f"{ENV_PREFIX}CONFIG_FILE")
+    warn_unknown_variables("placement-scheduler", ENV_PREFIX, known)
     app()

@@ -23,4 +23,6 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 # requirements.lock pins every package: installs are reproducible, and an
 # upgrade of what the fast paths rely on is a deliberate change.
-.venv/bin/python -m pip install -q -c requirements.lock -e '.[agent,dev]'
+# setuptools warns on every editable build ("Editable installation", about folders
+# named like packages): advice for other layouts, and ~200 lines; errors still show.
+PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -c requirements.lock -e '.[agent,dev]'

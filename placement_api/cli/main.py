@@ -20,6 +20,7 @@ from uvicorn.supervisors import Multiprocess
 from placement_api.auth.context import KEYSTONE, NOAUTH2
 from placement_api.cli import capacity as cli_capacity
 from placement_api.cli import dashboard as cli_dashboard
+from placement_api.cli import fleet as cli_fleet
 from placement_api.cli import migration as cli_migration
 from placement_api.cli import operator as cli_operator
 from placement_api.cli.settings import command_settings, valid_settings
@@ -36,15 +37,25 @@ from placement_api.serving.capabilities import protocol_gaps
 from placement_api.serving.http_protocol import PlacementHttpProtocol
 from placement_api.serving.worker_sockets import reuse_port_socket, reuse_port_supported
 from placement_api.settings import Settings, get_settings
+from placement_client.environment import known_variables, warn_unknown_variables
+from placement_client.log_levels import LogLevel
+from placement_client.output import Format, FormatOption, chosen
+from placement_client.program_version import VersionOption
 
 app = typer.Typer(help="Placement API service.", no_args_is_help=True, add_completion=False)
 db_app = typer.Typer(help="Database schema management.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 cli_migration.register(db_app)
 cli_dashboard.register(app)
+cli_fleet.register(app)
 app.add_typer(cli_operator.policy_app, name="policy")
 console = Console(stderr=True)
 APP_FACTORY = "placement_api.app:create_app"
+
+
+@app.callback()
+def _program(version: VersionOption = False) -> None:
+    """Placement API service."""
 
 
 def _refuse_open_noauth2(host: str) -> None:
@@ -113,13 +124,18 @@ def serve(
     host: Annotated[
         str, typer.Option(envvar="PLACEMENT_HOST", help="Address to listen on.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(envvar="PLACEMENT_PORT", help="Port to listen on.")] = 8778,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, envvar="PLACEMENT_PORT", help="Port to listen on.")
+    ] = 8778,
     workers: Annotated[
         int, typer.Option(min=1, envvar="PLACEMENT_WORKERS", help="Worker processes.")
     ] = 1,
     log_level: Annotated[
-        str, typer.Option(envvar="PLACEMENT_LOG_LEVEL", help="Lowest level logged.")
-    ] = "info",
+        LogLevel,
+        typer.Option(
+            envvar="PLACEMENT_LOG_LEVEL", case_sensitive=False, help="Lowest level logged."
+        ),
+    ] = LogLevel.INFO,
 ) -> None:
     """Serve the API. SQLite databases are migrated first; PostgreSQL must be current.
 
@@ -138,7 +154,7 @@ def serve(
             from placement_api.observability.metrics_port import start_metrics_port
 
             start_metrics_port(settings, settings.metrics_port)
-        options = _uvicorn_options(settings, host, port, workers, log_level)
+        options = _uvicorn_options(settings, host, port, workers, log_level.value)
         if workers > 1 and settings.worker_reuse_port and reuse_port_supported():
             _serve_on_worker_sockets(uvicorn.Config(APP_FACTORY, **options))
         else:
@@ -244,7 +260,7 @@ def db_current() -> None:
 
 
 @app.command()
-def status() -> None:
+def status(fmt: FormatOption = Format.TABLE) -> None:
     """Upgrade check: database, schema, policy file and settings.
 
     Checks that the database is reachable, the schema current, the policy file valid
@@ -252,12 +268,16 @@ def status() -> None:
     try:
         settings = valid_settings()
     except ConfigFileError as exc:
-        cli_operator.status_without_settings(str(exc))
-    cli_operator.status(settings)
+        cli_operator.status_without_settings(str(exc), fmt)
+    cli_operator.status(settings, fmt)
 
 
 @app.command()
-def audit(fix: cli_operator.FixOption = False, as_json: cli_operator.JsonOption = False) -> None:
+def audit(
+    fix: cli_operator.FixOption = False,
+    as_json: cli_operator.JsonOption = False,
+    fmt: FormatOption = Format.TABLE,
+) -> None:
     """Find rows the service's invariants forbid (--fix repairs what it can).
 
     Usage that differs from the sum of allocations, providers over capacity,
@@ -265,7 +285,7 @@ def audit(fix: cli_operator.FixOption = False, as_json: cli_operator.JsonOption 
     Exit 0 when none remain, 1 otherwise."""
     settings = command_settings()
     with database_errors(settings.database_url):
-        cli_operator.audit(settings, fix=fix, as_json=as_json)
+        cli_operator.audit(settings, fix=fix, fmt=chosen(fmt, as_json))
 
 
 @app.command()
@@ -291,10 +311,10 @@ def capacity(
 
 
 @cli_operator.policy_app.command("list")
-def policy_list(as_json: cli_operator.JsonOption = False) -> None:
+def policy_list(as_json: cli_operator.JsonOption = False, fmt: FormatOption = Format.TABLE) -> None:
     """Every rule and the check enforced now (policy file over defaults)."""
     try:
-        cli_operator.policy_list(command_settings(), as_json=as_json)
+        cli_operator.policy_list(command_settings(), fmt=chosen(fmt, as_json))
     except (OSError, ValueError) as exc:
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(code=2) from None
@@ -331,6 +351,12 @@ def openapi(
         output.write_text(document)
 
 
+# Not a setting: the API's URL as the docs' shell sessions and curl examples name it.
+DOCUMENTED_VARIABLES = ("PLACEMENT_URL",)
+
+
 def main() -> None:
     set_aside()
+    known = known_variables("PLACEMENT_", Settings, app, *DOCUMENTED_VARIABLES)
+    warn_unknown_variables("placement-api", "PLACEMENT_", known)
     app()

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from placement_api.cli.settings import command_settings
@@ -89,7 +90,7 @@ def _move(
         with phases(console) as bars:
             run_move(plan, bars)
     except MigrationError as error:
-        console.print(f"[red]Nothing was written:[/red] {error}")
+        console.print(f"[red]Nothing was written:[/red] {escape(str(error))}", soft_wrap=True)
         raise typer.Exit(code=1) from error
     console.print(f"[green]Moved and verified[/green] in {time.monotonic() - started:.1f} s.")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -17,6 +16,7 @@ from rich.table import Table
 from placement_api.operator import database
 from placement_api.operator import status as status_checks
 from placement_api.settings import Settings
+from placement_client.output import Format, emit, print_table
 
 if TYPE_CHECKING:
     from placement_api.operator.audit import AuditReport
@@ -30,48 +30,62 @@ err = Console(stderr=True)
 _STYLES = {0: "green", 1: "yellow", 2: "red"}
 
 
-def status(settings: Settings) -> NoReturn:
-    _report(status_checks.run_checks(settings))
+def status(settings: Settings, fmt: Format = Format.TABLE) -> NoReturn:
+    _report(status_checks.run_checks(settings), fmt)
 
 
-def status_without_settings(reason: str) -> NoReturn:
+def status_without_settings(reason: str, fmt: Format = Format.TABLE) -> NoReturn:
     """The config file is unusable: its row alone, as no other check can run."""
-    _report([status_checks.config_file_failure(reason)])
+    _report([status_checks.config_file_failure(reason)], fmt)
 
 
-def _report(results: list[status_checks.CheckResult]) -> NoReturn:
-    table = Table(title="Upgrade Check Results")
-    for column in ("Check", "Result", "Details"):
-        table.add_column(column)
-    for result in results:
-        style = _STYLES[result.code]
-        label = result.code.name.title()
-        # Details name config sections ("[placement]"), which are not markup.
-        table.add_row(result.name, f"[{style}]{label}[/{style}]", escape(result.details))
-    out.print(table)
-    raise typer.Exit(code=int(status_checks.worst(results)))
+def _report(results: list[status_checks.CheckResult], fmt: Format) -> NoReturn:
+    worst = status_checks.worst(results)
+    if fmt is Format.TABLE:
+        table = Table(title="Upgrade Check Results")
+        for column in ("Check", "Result", "Details"):
+            table.add_column(column)
+        for result in results:
+            style = _STYLES[result.code]
+            label = result.code.name.title()
+            # Details name config sections ("[placement]"), which are not markup.
+            table.add_row(result.name, f"[{style}]{label}[/{style}]", escape(result.details))
+        print_table(table, out)
+    else:
+        # As placement-status upgrade check --json: the worst code, then each check.
+        document = {
+            "name": "Upgrade Check Results",
+            "result": int(worst),
+            "checks": [
+                {"check": r.name, "result": int(r.code), "details": r.details} for r in results
+            ],
+        }
+        rows = [[r.name, r.code.name.lower(), r.details] for r in results]
+        emit(["check", "result", "details"], rows, fmt, document=document)
+    raise typer.Exit(code=int(worst))
 
 
-def audit(settings: Settings, *, fix: bool, as_json: bool) -> None:
+def audit(settings: Settings, *, fix: bool, fmt: Format) -> None:
     from placement_api.operator import audit as audit_checks
 
     url = settings.database_url
     database.require_existing(url)
-    with Progress(console=err, transient=True, disable=as_json) as progress:
+    with Progress(console=err, transient=True, disable=fmt is not Format.TABLE) as progress:
         task = progress.add_task("auditing", total=len(audit_checks.CHECKS))
 
         def on_check(name: str) -> None:
             progress.update(task, description=f"checking {name}", advance=1)
 
         report = asyncio.run(audit_checks.run_audit(url, fix=fix, on_check=on_check))
-    if as_json:
+    if fmt is Format.TABLE:
+        _print_report(report)
+    else:
         document = {
             "findings": [asdict(finding) for finding in report.findings],
             "fixed": report.fixed,
         }
-        typer.echo(json.dumps(document, indent=2))
-    else:
-        _print_report(report)
+        rows = [[f.check, f.subject, f.details, f.fixable] for f in report.findings]
+        emit(["check", "subject", "details", "fixable"], rows, fmt, document=document)
     raise typer.Exit(code=1 if report.findings else 0)
 
 
@@ -87,11 +101,11 @@ def _print_report(report: AuditReport) -> None:
         table.add_column(column)
     for finding in report.findings:
         fixable = "yes (--fix)" if finding.fixable else "no"
-        table.add_row(finding.check, finding.subject, finding.details, fixable)
-    out.print(table)
+        table.add_row(finding.check, finding.subject, escape(finding.details), fixable)
+    print_table(table, out)
 
 
-def policy_list(settings: Settings, *, as_json: bool) -> None:
+def policy_list(settings: Settings, *, fmt: Format) -> None:
     from placement_api.auth.policy import Policy, effective_rules
 
     policy = Policy(
@@ -100,15 +114,10 @@ def policy_list(settings: Settings, *, as_json: bool) -> None:
         enforce_scope=settings.enforce_scope,
     )
     rules = effective_rules(policy)
-    if as_json:
-        typer.echo(json.dumps([asdict(rule) for rule in rules], indent=2))
-        return
-    table = Table(title=f"Effective policy ({settings.policy_file or 'defaults only'})")
-    for column in ("Rule", "Enforced check", "From"):
-        table.add_column(column)
-    for rule in rules:
-        table.add_row(rule.name, rule.check, "policy file" if rule.from_file else "default")
-    out.print(table)
+    rows = [[r.name, r.check, "policy file" if r.from_file else "default"] for r in rules]
+    title = f"Effective policy ({settings.policy_file or 'defaults only'})"
+    document = [asdict(rule) for rule in rules]
+    emit(["Rule", "Enforced check", "From"], rows, fmt, title=title, document=document)
 
 
 def policy_sample(output: Path | None) -> None:

@@ -23,6 +23,7 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.util import await_
 
 from placement_api.db.fair_pool import FairAsyncPool
+from placement_api.db.urls import async_url
 
 if TYPE_CHECKING:
     from placement_api.settings import Settings
@@ -85,9 +86,10 @@ def create_engine(
     limits: DatabaseLimits | None = None,
 ) -> AsyncEngine:
     limits = limits or DatabaseLimits()
-    if is_sqlite_url(url):
+    parsed = async_url(url)
+    if parsed.get_backend_name() == "sqlite":
         engine = create_async_engine(
-            url, poolclass=NullPool, connect_args={"timeout": limits.lock_timeout}
+            parsed, poolclass=NullPool, connect_args={"timeout": limits.lock_timeout}
         )
         _configure_sqlite(engine, limits)
         _WRITE_QUEUES[engine.sync_engine] = WriteQueue(asyncio.Lock(), limits.lock_timeout)
@@ -96,7 +98,7 @@ def create_engine(
     # requests past it wait for one, in arrival order, instead of each
     # opening and closing a PostgreSQL session, which costs more than the request.
     engine = create_async_engine(
-        url,
+        parsed,
         poolclass=FairAsyncPool,
         pool_size=pool_size,
         max_overflow=max_overflow,

@@ -19,6 +19,7 @@ from placement_api.migration.ours_source import read_ours
 from placement_api.migration.ours_target import write_ours
 from placement_api.migration.problems import MigrationError, Problem, find_problems
 from placement_api.migration.progress import Phases
+from placement_api.migration.reaching import reaching
 from placement_api.migration.snapshot import Snapshot
 from placement_api.migration.upstream_db import require_upstream_schema, upstream_engine
 from placement_api.migration.upstream_source import read_upstream
@@ -36,47 +37,53 @@ class MovePlan:
 
 
 def plan_import(source_url: str, target_url: str, phases: Phases) -> MovePlan:
-    engine = upstream_engine(source_url)
-    try:
-        require_upstream_schema(engine)
-        with engine.connect().execution_options(isolation_level="REPEATABLE READ") as source:
-            snapshot, problems = read_upstream(source, phases)
-            census = take_census(source)
-    finally:
-        engine.dispose()
+    with reaching(source_url, "source"):
+        engine = upstream_engine(source_url)
+        try:
+            require_upstream_schema(engine)
+            with engine.connect().execution_options(isolation_level="REPEATABLE READ") as source:
+                snapshot, problems = read_upstream(source, phases)
+                census = take_census(source)
+        finally:
+            engine.dispose()
     plan = MovePlan(snapshot, census, [*problems, *find_problems(snapshot)])
-    plan.target_refusal = asyncio.run(_ours_refusal(target_url))
+    with reaching(target_url, "target"):
+        plan.target_refusal = asyncio.run(_ours_refusal(target_url))
     return plan
 
 
 def run_import(plan: MovePlan, target_url: str, phases: Phases) -> None:
     _require_movable(plan)
-    asyncio.run(_write_into_ours(plan, target_url, phases))
+    with reaching(target_url, "target"):
+        asyncio.run(_write_into_ours(plan, target_url, phases))
 
 
 def plan_export(source_url: str, target_url: str, phases: Phases) -> MovePlan:
-    snapshot, census = asyncio.run(_read_from_ours(source_url, phases))
+    with reaching(source_url, "source"):
+        snapshot, census = asyncio.run(_read_from_ours(source_url, phases))
     plan = MovePlan(snapshot, census, find_problems(snapshot))
-    engine = upstream_engine(target_url)
-    try:
-        require_upstream_schema(engine)
-        with engine.connect() as target:
-            plan.target_refusal = _refusal(take_census(target))
-    finally:
-        engine.dispose()
+    with reaching(target_url, "target"):
+        engine = upstream_engine(target_url)
+        try:
+            require_upstream_schema(engine)
+            with engine.connect() as target:
+                plan.target_refusal = _refusal(take_census(target))
+        finally:
+            engine.dispose()
     return plan
 
 
 def run_export(plan: MovePlan, target_url: str, phases: Phases) -> None:
     _require_movable(plan)
-    engine = upstream_engine(target_url)
-    try:
-        with engine.begin() as target:
-            _refuse_unless_empty(target)
-            write_upstream(target, plan.snapshot, phases)
-            _verify(plan.census, take_census(target))
-    finally:
-        engine.dispose()
+    with reaching(target_url, "target"):
+        engine = upstream_engine(target_url)
+        try:
+            with engine.begin() as target:
+                _refuse_unless_empty(target)
+                write_upstream(target, plan.snapshot, phases)
+                _verify(plan.census, take_census(target))
+        finally:
+            engine.dispose()
 
 
 def _require_movable(plan: MovePlan) -> None:

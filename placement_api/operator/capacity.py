@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from flavors.amounts import placement_form
 from placement_api.db.engine import create_engine
 from placement_api.db.session import unit_of_work
 from placement_api.domain.capacity_report.flavor import Flavor
@@ -27,13 +28,16 @@ _PART = re.compile(r":(?=(?:required|member_of)=)")
 
 
 def parse_flavor_option(text: str) -> Flavor | str:
-    """``NAME=RC:N,...[:required=...][:member_of=...]`` as a flavor, or a bare
+    """``NAME=RC:N,...[:required=...][:member_of=...]`` (``RC=N`` too) as a flavor, or a bare
     ``NAME`` (a flavor of the flavors file) as that name."""
     name, separator, spec = text.partition("=")
     if not separator:
         return name
     resources, *rest = _PART.split(spec)
-    items = [("resources", resources), *(tuple(part.split("=", 1)) for part in rest)]
+    items = [
+        ("resources", placement_form(resources)),
+        *(tuple(part.split("=", 1)) for part in rest),
+    ]
     flavor = parse_flavor(name, [(key, value) for key, value in items])
     assert flavor is not None  # it has resources
     return flavor

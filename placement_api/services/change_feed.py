@@ -17,6 +17,7 @@ import asyncpg
 from sqlalchemy.engine import URL
 
 from placement_api.db.session import SessionFactory, unit_of_work
+from placement_api.db.urls import libpq_dsn
 from placement_api.domain import changes, feed_index
 from placement_api.domain.feed_index import FeedPage
 from placement_api.settings import Settings
@@ -52,7 +53,7 @@ def _setter(event: asyncio.Event) -> Any:
 
 def listen_dsn(url: URL) -> str:
     """The asyncpg DSN of an SQLAlchemy ``postgresql+asyncpg://`` URL."""
-    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+    return libpq_dsn(url)
 
 
 class _Listener:

@@ -273,6 +273,7 @@ async def test_a_refused_connection_is_retried_within_the_attempts() -> None:
         with pytest.raises(PlacementUnavailable, match="ConnectError") as raised:
             await client.get("/resource_providers")
     assert raised.value.status is None
+    assert f"cannot reach Placement at {url}/" in str(raised.value)
     assert len(sent.requests) == FAST_RETRY.attempts
     assert_backoff_with_jitter(waits.delays)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,17 +21,29 @@ ADMIN = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[LiveServer]:
-    with live_server(f"sqlite+aiosqlite:///{tmp_path / 'placement.sqlite'}") as running:
+def database_url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'placement.sqlite'}"
+
+
+@pytest.fixture
+def server(database_url: str) -> Iterator[LiveServer]:
+    with live_server(database_url) as running:
         yield running
 
 
-def run_shell(script: str, server: LiveServer, path: str = "") -> subprocess.CompletedProcess[str]:
+def run_shell(
+    script: str, server: LiveServer, path: str = "", database_url: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``database_url``: the server's, for the blocks that run ``placement-api`` commands."""
     environment = {key: value for key, value in os.environ.items() if not key.startswith("OS_")} | {
         "PLACEMENT_URL": server.url
     }
+    # The programs of this checkout's virtualenv, as `make install` puts them there.
+    environment["PATH"] = f"{Path(sys.executable).parent}:{environment['PATH']}"
     if path:
         environment["PATH"] = f"{path}:{environment['PATH']}"
+    if database_url:
+        environment["PLACEMENT_DATABASE_URL"] = database_url
     return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
         env=environment,
@@ -47,9 +60,11 @@ def _error_statuses(output: str) -> list[int]:
 
 
 @pytest.mark.parametrize("document", documents_with("session"), ids=lambda p: p.name)
-def test_session_blocks_of_the_docs_run_without_failure(document: Path, server: LiveServer) -> None:
+def test_session_blocks_of_the_docs_run_without_failure(
+    document: Path, server: LiveServer, database_url: str
+) -> None:
     script = blocks(document, "session")
-    result = run_shell(script, server)
+    result = run_shell(script, server, database_url=database_url)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert _error_statuses(result.stdout) == annotated_error_statuses(script), result.stdout

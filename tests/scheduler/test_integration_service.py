@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -161,6 +162,17 @@ async def test_cli_prints_the_decision_and_the_explanation(
     assert refused.returncode == 1
     assert "No valid host" in refused.stdout + refused.stderr
     assert "no provider has 999999 MEMORY_MB free" in refused.stdout
+
+
+@pytest.mark.parametrize("live_placement", ["sqlite"], indirect=True)  # the CLI, not the DB
+def test_cli_plugins_list_as_csv_and_json(scheduler_process: str) -> None:
+    listed = _cli("plugins", "--url", scheduler_process, "-f", "csv")
+    assert listed.returncode == 0, listed.stderr
+    header, *rows = listed.stdout.splitlines()
+    assert header == "kind,position,name,multiplier,description"
+    assert {row.split(",")[0] for row in rows} == {"filter", "weigher"}
+    document = json.loads(_cli("plugins", "--url", scheduler_process, "-f", "json").stdout)
+    assert document["filters"]["enabled"][0]["position"] == 0
 
 
 @pytest.mark.parametrize("live_placement", ["sqlite"], indirect=True)  # the CLI, not the DB

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,9 +32,13 @@ def fresh_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_serve_refuses_noauth2_off_loopback(
     host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Were it not refused, it would fail to bind (no such port), not serve.
+    # Were it not refused, it would fail to bind (the port is taken), not serve.
     monkeypatch.setenv("PLACEMENT_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path}/p.sqlite")
-    result = CliRunner().invoke(cli.app, ["serve", "--host", host, "--port", "70000"])
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = CliRunner().invoke(cli.app, ["serve", "--host", host, "--port", port])
     assert result.exit_code == 2
     assert "PLACEMENT_ALLOW_INSECURE_NOAUTH" in result.output
 

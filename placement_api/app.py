@@ -17,7 +17,8 @@ from placement_api.auth.policy import Policy
 from placement_api.db.capabilities import direct_driver_gaps
 from placement_api.db.driver import DIRECT
 from placement_api.db.engine import engine_for
-from placement_api.db.session import unit_of_work
+from placement_api.db.outage import is_read_only
+from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain.changes import recording_session_factory
 from placement_api.domain.standard_names import sync_standard_names
 from placement_api.observability import metrics
@@ -53,6 +54,22 @@ def _authenticator(settings: Settings) -> Authenticator:
     if settings.config_file is None:
         raise ValueError(NEEDS_CONFIG_FILE)
     return KeystoneAuthenticator(settings.config_file, timeout=settings.keystone_timeout)
+
+
+async def _sync_standard_names(factory: SessionFactory) -> None:
+    """The standard names, written unless the database is a standby: an API
+    that reaches only a standby still starts, serves reads and answers
+    writes with 503 (its primary synced the names)."""
+    try:
+        async with unit_of_work(factory, write=True) as session:
+            await sync_standard_names(session)
+    except Exception as exc:
+        if not is_read_only(exc):
+            raise
+        LOG.warning(
+            "the database is read-only (a standby): serving reads; writes answer 503 "
+            "until it is the primary"
+        )
 
 
 def fence_fast_paths(app: PlacementApp) -> bool:
@@ -94,8 +111,7 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
         factory = recording_session_factory(
             engine, on_connection_wait=metrics.CONNECTION_WAIT_SECONDS.observe
         )
-        async with unit_of_work(factory, write=True) as session:
-            await sync_standard_names(session)
+        await _sync_standard_names(factory)
         policy = Policy(
             policy_file=settings.policy_file,
             enforce_new_defaults=settings.enforce_new_defaults,

@@ -71,7 +71,9 @@ async def list_changes(api: EventStreamApiDep) -> Response:
         )
     query = load_query(schemas.ChangesQuery, params)
     page = await feed.follow(query.since, query.limit, query.wait)
-    return json_response(api.version, {"index": page.index, "changes": page.changes})
+    return json_response(
+        api.version, {"index": page.index, "changes": page.changes, "epoch": page.epoch}
+    )
 
 
 def _event(name: str, data: object, index: int | None = None) -> str:

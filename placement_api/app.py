@@ -18,7 +18,8 @@ from placement_api.db.capabilities import direct_driver_gaps
 from placement_api.db.driver import DIRECT
 from placement_api.db.engine import engine_for
 from placement_api.db.outage import is_read_only
-from placement_api.db.session import SessionFactory, unit_of_work
+from placement_api.db.replica import Replica
+from placement_api.db.session import SessionFactory, make_session_factory, unit_of_work
 from placement_api.domain.changes import recording_session_factory
 from placement_api.domain.standard_names import sync_standard_names
 from placement_api.observability import metrics
@@ -34,6 +35,7 @@ from placement_api.web.error_handlers import install_error_handlers
 from placement_api.web.fastpath.app import PlacementApp
 from placement_api.web.fastpath.capabilities import dispatch_gaps, route_plan_gaps
 from placement_api.web.middleware import PlacementRequestMiddleware
+from placement_api.web.read_after import ReadAfterMiddleware
 from placement_api.web.request_limits import RequestLimitsMiddleware
 from placement_api.web.routers import ROUTERS, health
 from placement_api.web.routers import metrics as metrics_router
@@ -54,6 +56,18 @@ def _authenticator(settings: Settings) -> Authenticator:
     if settings.config_file is None:
         raise ValueError(NEEDS_CONFIG_FILE)
     return KeystoneAuthenticator(settings.config_file, timeout=settings.keystone_timeout)
+
+
+def _replica(settings: Settings, primary: SessionFactory) -> Replica | None:
+    """The standby GET routes read from, when ``database_read_url`` names one."""
+    if settings.database_read_url is None or settings.is_sqlite:
+        return None
+    standby = engine_for(settings, url=settings.database_read_url)
+    return Replica(
+        primary,
+        make_session_factory(standby, on_connection_wait=metrics.CONNECTION_WAIT_SECONDS.observe),
+        settings.database_read_after_wait,
+    )
 
 
 async def _sync_standard_names(factory: SessionFactory) -> None:
@@ -120,6 +134,7 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
         )
         if isinstance(authenticator, NoAuth2Authenticator):
             LOG.warning(NOAUTH2_WARNING)
+        replica = _replica(settings, factory)
         change_feed = ChangeFeed(settings, factory, engine.url)
         await change_feed.start()
         app.state.services = Services(
@@ -130,12 +145,15 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
             change_feed=change_feed,
             capacity=capacity,
             capacity_gauges=CapacityGauges(capacity, settings.capacity_metrics_interval),
+            replica=replica,
         )
         freeze_what_startup_made()
         try:
             yield
         finally:
             await change_feed.close()
+            if replica is not None:
+                await replica.standby.kw["bind"].dispose()
             if isinstance(authenticator, KeystoneAuthenticator):
                 authenticator.close()
             await engine.dispose()
@@ -174,6 +192,8 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
     for router in routers:
         app.router.routes.extend(router.routes)
     install_error_handlers(app)
+    if settings.database_read_url is not None and not settings.is_sqlite:
+        app.add_middleware(ReadAfterMiddleware)
     app.add_middleware(RequestLimitsMiddleware, settings=settings)
     app.add_middleware(PlacementRequestMiddleware)
     app.add_middleware(AccessMiddleware, access_log=settings.access_log)

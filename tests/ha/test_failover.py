@@ -19,23 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
-from placement_api.db import migrations
+from tests.ha.patroni_api import Setup, api_on_patroni
 from tests.ha.traffic import (
     CAPACITY,
     HEADERS,
     Claims,
     Follower,
     claim_forever,
-    create_providers,
     missing_claims,
     settled_state,
     wait_for_writes,
@@ -43,8 +39,12 @@ from tests.ha.traffic import (
     whole_feed,
 )
 from tests.support.databases import BACKENDS
-from tests.support.patroni_cluster import Member, PatroniCluster, available, patroni_cluster
-from tests.support.server import LiveServer, live_server
+from tests.support.patroni_cluster import Member, PatroniCluster, available
+
+PROVIDERS = 6
+CLAIMERS = 6
+LOAD_BEFORE = 2.0
+LOAD_AFTER = 3.0
 
 pytestmark = [
     pytest.mark.skipif(
@@ -53,46 +53,6 @@ pytestmark = [
     ),
     pytest.mark.xdist_group("high_availability"),
 ]
-
-API_ENV: dict[str, Any] = {
-    "PLACEMENT_DATABASE_CONNECT_TIMEOUT": "1",
-    "PLACEMENT_DATABASE_STATEMENT_TIMEOUT": "5",
-    "PLACEMENT_DATABASE_LOCK_TIMEOUT": "5",
-    "PLACEMENT_DATABASE_POOL_TIMEOUT": "2",
-    "PLACEMENT_REQUEST_TIMEOUT": "8",
-    "PLACEMENT_RETRY_AFTER": "1",
-}
-PROVIDERS = 6
-CLAIMERS = 6
-LOAD_BEFORE = 2.0
-LOAD_AFTER = 3.0
-
-
-@dataclass
-class Setup:
-    cluster: PatroniCluster
-    server: LiveServer
-    providers: list[str]
-
-
-async def _create_database(cluster: PatroniCluster) -> None:
-    leader = cluster.leader()
-    admin = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{leader.port}/postgres")
-    try:
-        await admin.execute("CREATE DATABASE placement")
-    finally:
-        await admin.close()
-
-
-@contextmanager
-def api_on_patroni(*, synchronous: bool) -> Iterator[Setup]:
-    with patroni_cluster(2, synchronous=synchronous) as cluster:
-        asyncio.run(_create_database(cluster))
-        migrations.upgrade(cluster.url())
-        with live_server(cluster.url(), **API_ENV) as server:
-            with httpx.Client(base_url=server.url, headers=HEADERS, timeout=30) as client:
-                providers = create_providers(client, PROVIDERS)
-            yield Setup(cluster, server, providers)
 
 
 @dataclass

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -41,6 +42,19 @@ def test_a_two_host_url_gives_every_host_its_port_and_the_session_attributes() -
         "placement",
     )
     assert arguments["timeout"] == 3.0
+
+
+def test_the_deployed_multi_host_url_reaches_every_database_machine() -> None:
+    env = Path(__file__).resolve().parents[2] / "deploy" / "ha" / "placement-api-multihost.env"
+    settings = dict(
+        line.split("=", 1)
+        for line in env.read_text().splitlines()
+        if "=" in line and line[0] != "#"
+    )
+    writes = connect_arguments(settings["PLACEMENT_DATABASE_URL"], timeout=1)
+    assert (len(writes["host"]), writes["target_session_attrs"]) == (3, "read-write")
+    reads = connect_arguments(settings["PLACEMENT_DATABASE_READ_URL"], timeout=1)
+    assert (len(reads["host"]), reads["target_session_attrs"]) == (3, "prefer-standby")
 
 
 def _two_host_url(live_first: bool) -> str:

@@ -80,6 +80,9 @@ class Follower:
     "re-read"; it counts those and keeps what it read since the last one."""
 
     url: str
+    # A slow follower reads small pages with a pause between: behind the head.
+    page: int = 1000
+    pause: float = 0.0
     entries: dict[int, dict[str, Any]] = field(default_factory=dict)
     since: int | None = None
     epoch: str | None = None
@@ -104,7 +107,8 @@ class Follower:
                 return
             self.since, self.epoch = head.json()["index"], head.json()["epoch"]
             return
-        page = await client.get(f"/changes?since={self.since}&wait=2&limit=1000")
+        await asyncio.sleep(self.pause)
+        page = await client.get(f"/changes?since={self.since}&wait=2&limit={self.page}")
         if page.status_code == 410:
             self._resync("410")
             return

@@ -87,6 +87,15 @@ class Member:
             return None
 
 
+def _children(parent: int | None) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with suppress(OSError, IndexError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(stat.parent.name))
+    return found
+
+
 @dataclass
 class PatroniCluster:
     directory: Path
@@ -151,16 +160,40 @@ class PatroniCluster:
         with urllib.request.urlopen(request, timeout=30) as answer:
             assert answer.status == 200, answer.read()
 
+    @contextmanager
+    def sending_paused(self, member: Member) -> Iterator[None]:
+        """The member's WAL senders stopped (SIGSTOP) for the block's duration:
+        its standbys receive nothing meanwhile, as over a stalled link.
+        (Pausing the receiver would not do: what the sender wrote waits in
+        the receiver's socket buffer, and arrives after all.)"""
+        senders = [
+            pid
+            for pid in _children(member.postmaster())
+            if "walsender" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        ]
+        assert senders, "the primary has no WAL sender"
+        for pid in senders:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in senders:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+
     def crash(self, member: Member) -> None:
-        """The machine is lost: its Patroni and its postmaster SIGKILLed at once
-        (Patroni alone restarts a crashed postmaster in place, as leader)."""
+        """The machine is lost: its Patroni, its postmaster and every server
+        process SIGKILLed at once (Patroni alone would restart a crashed
+        postmaster in place, as leader; an orphaned WAL sender would still
+        stream what a lost machine never sends)."""
         assert member.process is not None
         postmaster = member.postmaster()
-        with suppress(ProcessLookupError):
-            os.kill(member.process.pid, signal.SIGKILL)
+        victims = [member.process.pid]
         if postmaster is not None:
+            victims += [postmaster, *_children(postmaster)]
+        for pid in victims:
             with suppress(ProcessLookupError):
-                os.kill(postmaster, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
         member.process.wait()
         member.process = None
 

@@ -17,7 +17,7 @@ import asyncpg
 from sqlalchemy.engine import URL
 
 from placement_api.db.direct_connect import connect_arguments
-from placement_api.db.outage import StandbyMemory
+from placement_api.db.outage import StandbyMemory, is_read_only, is_unavailable
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, feed_index
 from placement_api.domain.feed_index import FeedHead, FeedPage
@@ -66,7 +66,16 @@ class _Streak:
         self.failures += 1
         level = logging.WARNING if self.failures == 1 else logging.DEBUG
         kind = type(exc).__name__
-        LOG.log(level, "change feed: %s failed (%s: %s); retrying", self._what, kind, exc)
+        # A database away or read-only is expected; anything else may be a bug: its traceback.
+        expected = is_unavailable(exc) or is_read_only(exc)
+        LOG.log(
+            level,
+            "change feed: %s failed (%s: %s); retrying",
+            self._what,
+            kind,
+            exc,
+            exc_info=None if expected else exc,
+        )
 
     def succeeded(self) -> None:
         if self.failures:

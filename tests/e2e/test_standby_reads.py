@@ -257,3 +257,16 @@ def test_a_malformed_position_is_a_400(split: LiveServer) -> None:
         answer = client.get("/resource_providers", headers={READ_AFTER: "yesterday"})
     assert answer.status_code == 400
     assert READ_AFTER in answer.json()["errors"][0]["detail"]
+
+
+def test_reads_go_to_the_primary_while_the_standby_is_down(pair: Pair, split: LiveServer) -> None:
+    with httpx.Client(base_url=split.url, headers=HEADERS, timeout=30) as client:
+        created = client.post("/resource_providers", json={"name": f"down-{uuid.uuid4().hex[:8]}"})
+        assert created.status_code == 200, created.text
+        pair.standby.stop()
+        try:
+            for headers in ({}, {READ_AFTER: created.headers[READ_AFTER]}):
+                found = client.get(f"/resource_providers/{created.json()['uuid']}", headers=headers)
+                assert found.status_code == 200, found.text
+        finally:
+            pair.standby.start()

@@ -6,7 +6,7 @@ HOST      ?= 127.0.0.1
 PORT      ?= 8778
 export PLACEMENT_DATABASE_URL ?= sqlite+aiosqlite:///$(CURDIR)/var/placement.sqlite
 
-.PHONY: install run test lint openapi openapi-check bench demo pg-up keystone mariadb-up chromium clean dist
+.PHONY: install run test lint openapi openapi-check bench demo pg-up keystone mariadb-up chromium patroni clean dist
 
 install: $(STAMP)
 
@@ -42,9 +42,13 @@ mariadb-up:
 chromium:
 	@./scripts/ensure-chromium.sh
 
+# Debian's Patroni and etcd, for the high-availability tests (tests/ha/).
+patroni:
+	@./scripts/ensure-patroni.sh
+
 # One pytest run covers both backends: database fixtures are parametrised
 # over PLACEMENT_TEST_BACKENDS (default "sqlite,postgresql").
-test: lint pg-up keystone mariadb-up chromium openapi-check
+test: lint pg-up keystone mariadb-up chromium patroni openapi-check
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 openapi: install

@@ -17,7 +17,9 @@ from placement_api.auth.policy import Policy
 from placement_api.db.capabilities import direct_driver_gaps
 from placement_api.db.driver import DIRECT
 from placement_api.db.engine import engine_for
-from placement_api.db.session import unit_of_work
+from placement_api.db.outage import is_read_only
+from placement_api.db.replica import Replica
+from placement_api.db.session import SessionFactory, make_session_factory, unit_of_work
 from placement_api.domain.changes import recording_session_factory
 from placement_api.domain.standard_names import sync_standard_names
 from placement_api.observability import metrics
@@ -33,6 +35,7 @@ from placement_api.web.error_handlers import install_error_handlers
 from placement_api.web.fastpath.app import PlacementApp
 from placement_api.web.fastpath.capabilities import dispatch_gaps, route_plan_gaps
 from placement_api.web.middleware import PlacementRequestMiddleware
+from placement_api.web.read_after import ReadAfterMiddleware
 from placement_api.web.request_limits import RequestLimitsMiddleware
 from placement_api.web.routers import ROUTERS, health
 from placement_api.web.routers import metrics as metrics_router
@@ -53,6 +56,34 @@ def _authenticator(settings: Settings) -> Authenticator:
     if settings.config_file is None:
         raise ValueError(NEEDS_CONFIG_FILE)
     return KeystoneAuthenticator(settings.config_file, timeout=settings.keystone_timeout)
+
+
+def _replica(settings: Settings, primary: SessionFactory) -> Replica | None:
+    """The standby GET routes read from, when ``database_read_url`` names one."""
+    if settings.database_read_url is None or settings.is_sqlite:
+        return None
+    standby = engine_for(settings, url=settings.database_read_url)
+    return Replica(
+        primary,
+        make_session_factory(standby, on_connection_wait=metrics.CONNECTION_WAIT_SECONDS.observe),
+        settings.database_read_after_wait,
+    )
+
+
+async def _sync_standard_names(factory: SessionFactory) -> None:
+    """The standard names, written unless the database is a standby: an API
+    that reaches only a standby still starts, serves reads and answers
+    writes with 503 (its primary synced the names)."""
+    try:
+        async with unit_of_work(factory, write=True) as session:
+            await sync_standard_names(session)
+    except Exception as exc:
+        if not is_read_only(exc):
+            raise
+        LOG.warning(
+            "the database is read-only (a standby): serving reads; writes answer 503 "
+            "until it is the primary"
+        )
 
 
 def fence_fast_paths(app: PlacementApp) -> bool:
@@ -94,8 +125,7 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
         factory = recording_session_factory(
             engine, on_connection_wait=metrics.CONNECTION_WAIT_SECONDS.observe
         )
-        async with unit_of_work(factory, write=True) as session:
-            await sync_standard_names(session)
+        await _sync_standard_names(factory)
         policy = Policy(
             policy_file=settings.policy_file,
             enforce_new_defaults=settings.enforce_new_defaults,
@@ -104,6 +134,7 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
         )
         if isinstance(authenticator, NoAuth2Authenticator):
             LOG.warning(NOAUTH2_WARNING)
+        replica = _replica(settings, factory)
         change_feed = ChangeFeed(settings, factory, engine.url)
         await change_feed.start()
         app.state.services = Services(
@@ -118,12 +149,15 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
                 settings.capacity_metrics_interval,
                 missed_intervals=settings.heartbeat_missed_intervals,
             ),
+            replica=replica,
         )
         freeze_what_startup_made()
         try:
             yield
         finally:
             await change_feed.close()
+            if replica is not None:
+                await replica.standby.kw["bind"].dispose()
             if isinstance(authenticator, KeystoneAuthenticator):
                 authenticator.close()
             await engine.dispose()
@@ -162,6 +196,8 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
     for router in routers:
         app.router.routes.extend(router.routes)
     install_error_handlers(app)
+    if settings.database_read_url is not None and not settings.is_sqlite:
+        app.add_middleware(ReadAfterMiddleware)
     app.add_middleware(RequestLimitsMiddleware, settings=settings)
     app.add_middleware(PlacementRequestMiddleware)
     app.add_middleware(AccessMiddleware, access_log=settings.access_log)

@@ -33,6 +33,25 @@ class Settings(BaseSettings):
             "import sources only (`placement-api db import --source`)."
         ),
     )
+    database_read_url: str | None = Field(
+        default=None,
+        description=(
+            "PostgreSQL only, optional: a hot standby (a URL like database_url, multi-host "
+            "allowed) where the GET routes without side effects read: candidates, usages, "
+            "providers, inventories, allocations, traits, aggregates, resource classes, "
+            "capacity, heartbeats. Writes answer X-Placement-Read-After; a read sending it "
+            "back is answered from the standby only once it replayed that far, else from "
+            "the primary (docs/ha.md)."
+        ),
+    )
+    database_read_after_wait: float = Field(
+        default=0.2,
+        ge=0,
+        description=(
+            "Longest a read carrying X-Placement-Read-After waits for the standby to replay "
+            "that far before the primary answers it instead."
+        ),
+    )
     database_pool_size: int = Field(
         default=10,
         ge=1,

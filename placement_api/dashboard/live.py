@@ -3,8 +3,8 @@
 Three loops share one ``LiveSnapshot``:
 
 - the feed follower holds ``GET /changes?since=N&wait=S`` open; each answer
-  with changes marks the snapshot stale (a 410 re-reads from the feed's
-  current index);
+  with changes marks the snapshot stale (a 410, or a page of another epoch
+  after a failover, re-reads from the feed's current index);
 - the refresher waits for "stale" (or one history step), lets a burst of
   changes settle for ``debounce`` seconds, then re-reads capacity: one
   re-read at a time, its requests one after the other, so the API's load is
@@ -101,11 +101,14 @@ class LiveSnapshot:
 
     async def _follow_feed(self) -> None:
         since: int | None = None
+        epoch: str | None = None
         while True:
             try:
                 if since is None:
                     # Where to start; everything before it is read by the refresh.
-                    since = self._feed_index = (await self._client.get("/changes"))["index"]
+                    head = await self._client.get("/changes")
+                    since = self._feed_index = head["index"]
+                    epoch = head.get("epoch")
                     self._stale.set()
                 answer = await self._client.get(
                     "/changes", params={"since": since, "wait": FEED_WAIT_SECONDS}
@@ -116,6 +119,11 @@ class LiveSnapshot:
                     await asyncio.sleep(self._options.retry_interval)
                     self._stale.set()  # without the feed, re-read every retry interval
                 since = None  # start again from the current index, after a full re-read
+                continue
+            if answer.get("epoch") != epoch:
+                # A failover may have given the indexes to other changes: start again.
+                log.warning("the change feed's epoch changed: re-reading everything")
+                since = None
                 continue
             changes: list[Json] = answer["changes"]
             self._feed_index = answer["index"]

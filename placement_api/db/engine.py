@@ -116,10 +116,11 @@ def create_engine(
     return engine
 
 
-def engine_for(settings: Settings) -> AsyncEngine:
-    """The engine the service runs on, with every limit its settings give."""
+def engine_for(settings: Settings, *, url: str | None = None) -> AsyncEngine:
+    """The engine the service runs on (or of ``url``, its standby), with
+    every limit its settings give."""
     return create_engine(
-        settings.database_url,
+        url or settings.database_url,
         pool_size=settings.database_pool_size,
         max_overflow=settings.database_max_overflow,
         limits=DatabaseLimits.of(settings),

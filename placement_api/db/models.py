@@ -206,12 +206,17 @@ class ChangeFeedHead(Base):
     """The change feed's one-row counter: the last index handed out.
 
     Only a sequencing run advances it (``domain/feed_index.py``), under its
-    row lock on PostgreSQL; on SQLite each recording write, inside the one writer."""
+    row lock on PostgreSQL; on SQLite each recording write, inside the one writer.
+    ``epoch`` names the history its indexes belong to: a sequencing run on
+    another PostgreSQL timeline than ``epoch_timeline`` (a promoted standby)
+    mints a new one, since indexes the old primary gave may be given again."""
 
     __tablename__ = "change_feed_head"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     last_index: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    epoch: Mapped[str] = mapped_column(String(64), nullable=False, server_default="")
+    epoch_timeline: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
 
 
 # One value per recording transaction, taken as its last statement, so a

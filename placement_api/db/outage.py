@@ -2,12 +2,16 @@
 
 Such errors come from several layers (the pool, SQLAlchemy's wrappers, the
 drivers, the socket), often one wrapped in another; the request gets a 503
-when any error in the chain says the database could not answer in time.
+when any error in the chain says the database could not answer in time, or
+that it is a standby (read-only) where a write needs the primary: during a
+failover, until the new primary is found, or on an API that reaches only a
+standby (docs/ha.md).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import asyncpg
 from sqlalchemy import exc as sa_exc
@@ -30,6 +34,8 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
     # A connection whose last operation a lost server interrupted refuses
     # the next ("another operation is in progress"); the pool replaces it.
     asyncpg.InternalClientError,
+    # A write on a standby, or on a primary being demoted: the primary is elsewhere.
+    asyncpg.ReadOnlySQLTransactionError,
     ConnectionError,
     TimeoutError,
 )
@@ -67,3 +73,38 @@ def is_unavailable(error: BaseException) -> bool:
         # OperationalError too: only a lock not obtained is an outage.
         return any(text in str(link) for link in sqlite_errors for text in _SQLITE_BUSY)
     return any(isinstance(link, _UNAVAILABLE) for link in chain)
+
+
+# How long a database found read-only is taken to stay so before the
+# background loops try to write again (a standby promoted is found within this).
+STANDBY_RECHECK = 5.0
+
+
+def is_read_only(error: BaseException) -> bool:
+    """True when ``error`` says the database refused to write because it is a
+    standby (in recovery) or read-only."""
+    for link in _chain(error):
+        if isinstance(link, asyncpg.ReadOnlySQLTransactionError):
+            return True
+        if isinstance(link, asyncpg.PostgresError) and "recovery" in str(link):
+            return True
+    return False
+
+
+class StandbyMemory:
+    """Whether the database was last found read-only, for ``STANDBY_RECHECK``
+    seconds: background writers skip their turn meanwhile instead of
+    failing (and logging) on every try."""
+
+    def __init__(self) -> None:
+        self._until = 0.0
+
+    def now(self) -> bool:
+        return time.monotonic() < self._until
+
+    def learn(self, error: BaseException) -> bool:
+        """Remember ``error`` if it says the database is read-only; whether it did."""
+        if not is_read_only(error):
+            return False
+        self._until = time.monotonic() + STANDBY_RECHECK
+        return True

@@ -87,14 +87,3 @@ def _asyncpg_query(url: URL) -> dict[str, str | tuple[str, ...]]:
             continue  # both spellings given: asyncpg's wins
         query[renamed] = value
     return query
-
-
-def libpq_dsn(url: URL) -> str:
-    """The DSN asyncpg.connect parses itself (libpq's option names), for connections
-    made outside the engine (the change feed's LISTEN)."""
-    query = {_LIBPQ_NAMES.get(name, name): value for name, value in url.query.items()}
-    plain = url.set(drivername="postgresql", query=query)
-    return plain.render_as_string(hide_password=False)
-
-
-_LIBPQ_NAMES = {renamed: name for name, renamed in _RENAMED.items()}

@@ -3,15 +3,19 @@ indexes (PostgreSQL; SQLite indexes them on insert, see ``changes``), and
 readers read the feed by index.
 
 Readers (``read``) see a gap-free, duplicate-free list; a ``since`` whose
-successor has been pruned (or that lies beyond the feed) is ``Gone``.
+successor has been pruned (or that lies beyond the feed) is ``Gone``. Every
+page carries the feed's epoch: a sequencing run on a new PostgreSQL timeline
+(a promoted standby, which may not have every index the old primary gave)
+mints a new one, so a follower knows its indexes may mean other entries now.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
@@ -45,26 +49,55 @@ RETURNING last_index
 )
 
 
-async def sequence(session: AsyncSession) -> int:
-    """Index every committed entry still without one; the feed's last index
-    after. On PostgreSQL it needs a write session: it holds the head's row
-    lock until the transaction ends. SQLite indexes entries as they are
-    inserted, so there it only reads the head."""
+# The head, locked, with the timeline this server writes WAL on now (the
+# first eight hex digits of the current WAL file's name).
+_LOCK_HEAD = text(
+    """
+SELECT last_index, epoch, epoch_timeline,
+       ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint AS timeline
+FROM change_feed_head WHERE id = :head_id FOR UPDATE
+"""
+)
+
+
+@dataclass(frozen=True)
+class FeedHead:
+    """The feed's last index and the epoch its indexes belong to."""
+
+    index: int
+    epoch: str
+
+
+def _mint_epoch(timeline: int) -> str:
+    return f"{timeline}-{uuid.uuid4().hex[:16]}"
+
+
+async def sequence(session: AsyncSession) -> FeedHead:
+    """Index every committed entry still without one; the feed's head after.
+    On PostgreSQL it needs a write session: it holds the head's row lock
+    until the transaction ends, and a server on another timeline than the
+    epoch's (a promoted standby) mints a new epoch first. SQLite indexes
+    entries as they are inserted, so there it only reads the head."""
     if session.get_bind().dialect.name != "postgresql":
-        return await last_index(session)
-    head = await session.scalar(
-        select(ChangeFeedHead.last_index).where(ChangeFeedHead.id == HEAD_ID).with_for_update()
-    )
-    index = int(head or 0)
+        return await head(session)
+    locked = (await session.execute(_LOCK_HEAD, {"head_id": HEAD_ID})).one()
+    index, epoch = int(locked.last_index), str(locked.epoch)
+    if int(locked.timeline) != int(locked.epoch_timeline):
+        epoch = _mint_epoch(int(locked.timeline))
+        await session.execute(
+            update(ChangeFeedHead)
+            .where(ChangeFeedHead.id == HEAD_ID)
+            .values(epoch=epoch, epoch_timeline=int(locked.timeline))
+        )
     while True:
         advanced = await session.scalar(
             _SEQUENCE, {"head": index, "batch": SEQUENCING_BATCH, "head_id": HEAD_ID}
         )
         if advanced is None:
-            return index
+            return FeedHead(index, epoch)
         given, index = int(advanced) - index, int(advanced)
         if given < SEQUENCING_BATCH:
-            return index
+            return FeedHead(index, epoch)
 
 
 # --- reading and pruning --------------------------------------------------------------
@@ -72,10 +105,12 @@ async def sequence(session: AsyncSession) -> int:
 
 @dataclass(frozen=True)
 class FeedPage:
-    """The feed's last index when read, and the changes after ``since`` (at most ``limit``)."""
+    """The feed's last index and epoch when read, and the changes after
+    ``since`` (at most ``limit``)."""
 
     index: int
     changes: list[dict[str, Any]]
+    epoch: str
 
 
 def gone(since: int, index: int) -> errors.ChangesGone:
@@ -86,11 +121,18 @@ def gone(since: int, index: int) -> errors.ChangesGone:
     )
 
 
-async def last_index(session: AsyncSession) -> int:
-    found = await session.scalar(
-        select(ChangeFeedHead.last_index).where(ChangeFeedHead.id == HEAD_ID)
-    )
-    return int(found or 0)
+async def head(session: AsyncSession) -> FeedHead:
+    """The feed's head as committed, read without a lock (a standby can answer)."""
+    found = (
+        await session.execute(
+            select(ChangeFeedHead.last_index, ChangeFeedHead.epoch).where(
+                ChangeFeedHead.id == HEAD_ID
+            )
+        )
+    ).one_or_none()
+    if found is None:
+        return FeedHead(0, "")
+    return FeedHead(int(found.last_index), str(found.epoch))
 
 
 def _render(row: Change) -> dict[str, Any]:
@@ -110,27 +152,27 @@ async def read(session: AsyncSession, since: int, limit: int) -> FeedPage:
     head, so the changes read next run from ``since + 1`` without a hole
     unless pruning removed the start — then they are gone.
     """
-    head = await last_index(session)
-    if since > head:
-        raise gone(since, head)
-    if since == head:
-        return FeedPage(head, [])
+    top = await head(session)
+    if since > top.index:
+        raise gone(since, top.index)
+    if since == top.index:
+        return FeedPage(top.index, [], top.epoch)
     rows = await session.scalars(
         select(Change)
-        .where(Change.feed_index > since, Change.feed_index <= head)
+        .where(Change.feed_index > since, Change.feed_index <= top.index)
         .order_by(Change.feed_index)
         .limit(limit)
     )
     found = list(rows)
     if not found or found[0].feed_index != since + 1:
-        raise gone(since, head)
-    return FeedPage(head, [_render(row) for row in found])
+        raise gone(since, top.index)
+    return FeedPage(top.index, [_render(row) for row in found], top.epoch)
 
 
 async def prune(session: AsyncSession, keep: int) -> int:
     """Remove all but the last ``keep`` changes; how many went. Entries not
     yet indexed cannot be counted among the last, so they are indexed first."""
-    cutoff = await sequence(session) - keep
+    cutoff = (await sequence(session)).index - keep
     if cutoff <= 0:
         return 0
     result = await session.execute(delete(Change).where(Change.feed_index <= cutoff))

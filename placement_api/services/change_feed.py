@@ -2,7 +2,7 @@
 
 One ``ChangeFeed`` per application, started and closed by its lifespan:
 ``ChangeSignal`` wakes this process's waiting readers, ``_Notifier`` and
-``_Listener`` carry PostgreSQL's notifications between workers, and a
+``Listener`` carry PostgreSQL's notifications between workers, and a
 background task sequences and prunes. docs/changes.md, "How it works", says why.
 """
 
@@ -16,14 +16,16 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import URL
 
+from placement_api.db.direct_connect import connect_arguments
+from placement_api.db.outage import StandbyMemory, is_read_only, is_unavailable
 from placement_api.db.session import SessionFactory, unit_of_work
-from placement_api.db.urls import libpq_dsn
 from placement_api.domain import changes, feed_index
-from placement_api.domain.feed_index import FeedPage
+from placement_api.domain.feed_index import FeedHead, FeedPage
 from placement_api.settings import Settings
 
 LOG = logging.getLogger(__name__)
-RECONNECT_DELAY = 1.0
+# Between tries to LISTEN again: a new primary is followed within this.
+RECONNECT_DELAY = 0.25
 
 
 class ChangeSignal:
@@ -51,17 +53,43 @@ def _setter(event: asyncio.Event) -> Any:
     return lambda *_: event.set()
 
 
-def listen_dsn(url: URL) -> str:
-    """The asyncpg DSN of an SQLAlchemy ``postgresql+asyncpg://`` URL."""
-    return libpq_dsn(url)
+class _Streak:
+    """Failures of one background loop in a row: the first is logged as a
+    warning, the rest quietly (a standby or a failover fails every try),
+    and the first success after them says the loop works again."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self.failures = 0
+
+    def failed(self, exc: BaseException) -> None:
+        self.failures += 1
+        level = logging.WARNING if self.failures == 1 else logging.DEBUG
+        kind = type(exc).__name__
+        # A database away or read-only is expected; anything else may be a bug: its traceback.
+        expected = is_unavailable(exc) or is_read_only(exc)
+        LOG.log(
+            level,
+            "change feed: %s failed (%s: %s); retrying",
+            self._what,
+            kind,
+            exc,
+            exc_info=None if expected else exc,
+        )
+
+    def succeeded(self) -> None:
+        if self.failures:
+            LOG.warning("change feed: %s works again after %d failures", self._what, self.failures)
+        self.failures = 0
 
 
-class _Listener:
+class Listener:
     """LISTEN on the feed's channel over a connection of its own, for as long as it runs."""
 
-    def __init__(self, dsn: str, news: asyncio.Event) -> None:
-        self._dsn = dsn
+    def __init__(self, connect: dict[str, Any], news: asyncio.Event) -> None:
+        self._connect = connect
         self._news = news
+        self._streak = _Streak("LISTEN")
 
     def _notified(self, *_: Any) -> None:
         self._news.set()
@@ -70,16 +98,21 @@ class _Listener:
         while True:
             try:
                 await self._listen_until_lost()
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                LOG.warning("change feed: LISTEN failed (%s); retrying", exc)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                # Whatever the cause (no host answers, none is the primary yet, a
+                # standby refusing LISTEN), the loop lives on: readers poll meanwhile.
+                self._streak.failed(exc)
             await asyncio.sleep(RECONNECT_DELAY)
 
     async def _listen_until_lost(self) -> None:
-        connection = await asyncpg.connect(self._dsn)
+        connection = await asyncpg.connect(**self._connect)
         lost = asyncio.Event()
         connection.add_termination_listener(_setter(lost))
         try:
             await connection.add_listener(changes.NOTIFY_CHANNEL, self._notified)
+            self._streak.succeeded()
             # Whatever committed while nobody listened: let the readers look.
             self._news.set()
             await lost.wait()
@@ -92,11 +125,19 @@ class _Notifier:
     """Tells every worker that this one's writes recorded changes: one NOTIFY
     per wake-up at most, and at most one every ``interval`` seconds."""
 
-    def __init__(self, dsn: str, interval: float) -> None:
-        self._dsn = dsn
+    def __init__(self, connect: dict[str, Any], interval: float) -> None:
+        # Nothing to lose in a crash, so the notification's own commit need not wait for disk.
+        self._connect = {
+            **connect,
+            "server_settings": {
+                **connect.get("server_settings", {}),
+                "synchronous_commit": "off",
+            },
+        }
         self._interval = interval
         self.wanted = asyncio.Event()
         self._connection: asyncpg.Connection | None = None
+        self._streak = _Streak("NOTIFY")
 
     async def run(self) -> None:
         try:
@@ -105,8 +146,11 @@ class _Notifier:
                 self.wanted.clear()
                 try:
                     await self._notify()
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                    LOG.warning("change feed: NOTIFY failed (%s); readers will poll", exc)
+                    self._streak.succeeded()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    self._streak.failed(exc)
                     await self._drop()
                     await asyncio.sleep(RECONNECT_DELAY)
                 await asyncio.sleep(self._interval)
@@ -115,10 +159,7 @@ class _Notifier:
 
     async def _notify(self) -> None:
         if self._connection is None or self._connection.is_closed():
-            # Nothing to lose in a crash, so the notification's own commit need not wait for disk.
-            self._connection = await asyncpg.connect(
-                self._dsn, server_settings={"synchronous_commit": "off"}
-            )
+            self._connection = await asyncpg.connect(**self._connect)
         await self._connection.execute("SELECT pg_notify($1, '')", changes.NOTIFY_CHANNEL)
 
     async def _drop(self) -> None:
@@ -138,12 +179,13 @@ class ChangeFeed:
         self._notifier: _Notifier | None = None
         self._waiting = 0
         self._tasks: list[asyncio.Task[None]] = []
+        self._standby = StandbyMemory()
 
     async def start(self) -> None:
         if self._postgresql:
-            dsn = listen_dsn(self._url)
-            self._notifier = _Notifier(dsn, self.settings.changes_notify_interval)
-            self._start(_Listener(dsn, self._news).run(), "change-feed-listen")
+            connect = connect_arguments(self._url, timeout=self.settings.database_connect_timeout)
+            self._notifier = _Notifier(connect, self.settings.changes_notify_interval)
+            self._start(Listener(connect, self._news).run(), "change-feed-listen")
             self._start(self._notifier.run(), "change-feed-notify")
             self._start(self._sequence_on_news(), "change-feed-sequence")
         self._start(self._prune_forever(), "change-feed-prune")
@@ -164,21 +206,24 @@ class ChangeFeed:
         else:
             self.signal.announce()
 
-    async def _sequence(self) -> int:
+    async def _sequence(self) -> FeedHead:
         async with unit_of_work(self._factory, write=True) as session:
             return await feed_index.sequence(session)
 
     async def _sequence_on_news(self) -> None:
         # One run for all of this worker's readers, and none while nobody waits.
+        streak = _Streak("sequencing")
         while True:
             await self._news.wait()
             self._news.clear()
-            if not self._waiting:
+            if not self._waiting or self._standby.now():
                 continue
             try:
                 await self._sequence()
-            except Exception:
-                LOG.exception("change feed: sequencing failed; readers will poll")
+                streak.succeeded()
+            except Exception as exc:
+                self._standby.learn(exc)
+                streak.failed(exc)
             self.signal.announce()
 
     async def prune(self) -> int:
@@ -186,21 +231,39 @@ class ChangeFeed:
             return await feed_index.prune(session, self.settings.changes_retained)
 
     async def _prune_forever(self) -> None:
+        streak = _Streak("pruning")
         while True:
             await asyncio.sleep(self.settings.changes_prune_interval)
+            if self._standby.now():
+                continue
             try:
                 await self.prune()
-            except Exception:
-                LOG.exception("change feed: pruning failed; will try again")
+                streak.succeeded()
+            except Exception as exc:
+                self._standby.learn(exc)
+                streak.failed(exc)
+
+    async def _sequenced_head(self) -> FeedHead | None:
+        """Sequence what committed since the last run; None on a read-only
+        database (a standby), whose entries are indexed by its primary."""
+        if not self._postgresql or self._standby.now():
+            return None
+        try:
+            return await self._sequence()
+        except Exception as exc:
+            if not self._standby.learn(exc):
+                raise
+            return None
 
     async def _read(self, since: int | None, limit: int, *, sequence: bool) -> FeedPage:
-        if sequence and self._postgresql:
-            head = await self._sequence()
-            if since is None:
-                return FeedPage(head, [])
+        if sequence:
+            head = await self._sequenced_head()
+            if head is not None and since is None:
+                return FeedPage(head.index, [], head.epoch)
         async with unit_of_work(self._factory, write=False) as session:
             if since is None:
-                return FeedPage(await feed_index.last_index(session), [])
+                top = await feed_index.head(session)
+                return FeedPage(top.index, [], top.epoch)
             return await feed_index.read(session, since, limit)
 
     async def follow(self, since: int | None, limit: int, wait: float) -> FeedPage:

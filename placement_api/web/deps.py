@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any
+from types import TracebackType
+from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,6 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api import errors
 from placement_api.auth.context import Authenticator, RequestContext
 from placement_api.auth.policy import Policy
+from placement_api.db.replica import Replica, is_position
+from placement_api.db.second_connection import SecondConnection
 from placement_api.db.session import SessionFactory, UnitOfWork
 from placement_api.domain import changes
 from placement_api.microversion import Version
@@ -20,26 +25,72 @@ from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.services.capacity_sources import CapacitySources
 from placement_api.services.change_feed import ChangeFeed
 from placement_api.settings import Settings
+from placement_api.web import read_after
 from placement_api.web.input_checks import decode_json
 
+LOG = logging.getLogger(__name__)
 JSON_MEDIA_TYPE = "application/json"
 EVENT_STREAM_MEDIA_TYPE = "text/event-stream"
+
+
+class ReadUnit(Protocol):
+    """What a route's read holds: a unit of work, on the primary or a standby."""
+
+    async def __aenter__(self) -> AsyncSession: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+    def second_connection(self) -> SecondConnection | None: ...
 
 
 @dataclass(frozen=True)
 class Database:
     session_factory: SessionFactory
     change_feed: ChangeFeed
+    # Set when GET routes read from a standby (database_read_url).
+    replica: Replica | None = None
 
-    def read(self) -> UnitOfWork:
-        return UnitOfWork(self.session_factory, write=False)
+    def read(self) -> ReadUnit:
+        if self.replica is None:
+            return UnitOfWork(self.session_factory, write=False)
+        state = read_after.CURRENT.get()
+        wanted = state.wanted if state is not None else None
+        if wanted is not None and not is_position(wanted):
+            raise errors.BadRequest(
+                f"Invalid {read_after.HEADER} header {wanted[:40]!r}: send back the value a "
+                "write answered with."
+            )
+        return self.replica.read(wanted)
 
-    def write(self) -> UnitOfWork:
-        return UnitOfWork(self.session_factory, write=True, committed=self._committed)
+    def write(self) -> AbstractAsyncContextManager[AsyncSession]:
+        unit = UnitOfWork(self.session_factory, write=True, committed=self._committed)
+        if self.replica is None:
+            return unit
+        return _positioned(unit, self.replica)
 
     def _committed(self, session: AsyncSession) -> None:
         if changes.recorded(session):
             self.change_feed.committed()
+
+
+@asynccontextmanager
+async def _positioned(unit: UnitOfWork, replica: Replica) -> AsyncIterator[AsyncSession]:
+    """A write whose answer carries the primary's position once it committed."""
+    async with unit as session:
+        yield session
+    state = read_after.CURRENT.get()
+    if state is None:
+        return
+    try:
+        state.written = await replica.position()
+    except Exception as exc:
+        # Committed: the write's answer stands, without a position to read after.
+        LOG.warning("write committed, its WAL position unknown: %s", exc)
 
 
 @dataclass(frozen=True)
@@ -53,11 +104,12 @@ class Services:
     change_feed: ChangeFeed
     capacity: CapacitySources
     capacity_gauges: CapacityGauges
+    replica: Replica | None = None
 
     @cached_property
     def database(self) -> Database:
         """What every route's DbDep is: built once, not per request."""
-        return Database(self.session_factory, self.change_feed)
+        return Database(self.session_factory, self.change_feed, self.replica)
 
 
 @dataclass(frozen=True)

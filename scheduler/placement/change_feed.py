@@ -4,8 +4,9 @@ One ``ChangeFollower`` per scheduler, started and stopped with it. It asks
 for the changes after the last index it applied, holding the request open
 (``wait``) until one commits, and hands each page to its ``FeedReader`` (the
 host cache) in one call, so a decision never sees half a page applied. A 410
-(the changes it needs were pruned) or a page that does not start right after
-its index is a gap: the reader drops everything it derived from the feed
+(the changes it needs were pruned), a page that does not start right after
+its index, or a page of another epoch (a failover may have given its
+indexes to other entries, docs/ha.md) is a gap: the reader drops everything it derived from the feed
 (``resync``) and the follower resumes from the feed's head. Without the feed
 (a 404: upstream Placement; a 403: a token the policy refuses it) the
 follower stops for good and says so: the cache then lives on its timer.
@@ -65,6 +66,7 @@ class ChangeFollower:
         self._task: asyncio.Task[None] | None = None
         self._progress = asyncio.Condition()
         self.index: int | None = None  # the last index applied
+        self.epoch: str | None = None  # the history ``index`` belongs to
 
     async def start(self) -> bool:
         """Follow the feed from its head; False when Placement has no feed for this
@@ -128,7 +130,9 @@ class ChangeFollower:
             await self._gap(f"the changes after {self.index} were pruned")
             return
         changes = page.changes
-        if changes and int(changes[0]["index"]) != self.index + 1:
+        if page.epoch != self.epoch:
+            await self._gap(f"the feed's epoch changed from {self.epoch} to {page.epoch}")
+        elif changes and int(changes[0]["index"]) != self.index + 1:
             await self._gap(f"the feed jumped from {self.index} to {changes[0]['index']}")
         elif changes:
             self._reader.apply(changes)
@@ -149,7 +153,7 @@ class ChangeFollower:
         head = await self._client.changes(None)
         self._reader.resync(head.index)
         self._reader.following(True)
-        self.index = head.index
+        self.index, self.epoch = head.index, head.epoch
 
     def _backoff(self, failures: int) -> float:
         delay: float = min(30.0, self._retry * 2 ** min(failures - 1, 5))

@@ -93,10 +93,13 @@ class ClaimOutcome:
 
 @dataclass(frozen=True)
 class ChangesPage:
-    """One answer of ``GET /changes``: the feed's head and the changes after ``since``."""
+    """One answer of ``GET /changes``: the feed's head and the changes after
+    ``since``, and the epoch its indexes belong to (None from a Placement
+    that names none)."""
 
     index: int
     changes: list[Mapping[str, Any]]
+    epoch: str | None = None
 
 
 class SchedulerPlacement:
@@ -175,7 +178,7 @@ class SchedulerPlacement:
         if since is not None:
             params["since"] = since
         body = await self.client.get("/changes", params=params)
-        return ChangesPage(int(body["index"]), list(body["changes"]))
+        return ChangesPage(int(body["index"]), list(body["changes"]), body.get("epoch"))
 
     async def provider_figures(self, provider: str) -> dict[str, tuple[int, int]]:
         """(capacity, used) per resource class of one provider, as Placement has them."""

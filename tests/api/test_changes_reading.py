@@ -36,7 +36,11 @@ async def test_without_since_only_the_latest_index_is_given(api: PlacementClient
     await api.create_provider()
     response = await api.get("/changes")
     assert response.status_code == 200
-    assert response.json() == {"index": await latest_index(api), "changes": []}
+    body = response.json()
+    assert body == {"index": await latest_index(api), "changes": [], "epoch": body["epoch"]}
+    # One history on a database that never failed over: every page names the same epoch.
+    assert body["epoch"]
+    assert (await api.get("/changes")).json()["epoch"] == body["epoch"]
 
 
 async def test_limit_pages_through_the_feed_in_order(api: PlacementClient) -> None:
@@ -148,7 +152,7 @@ async def test_a_wait_without_news_ends_empty(feed_api: PlacementClient) -> None
     began = time.monotonic()
     response = await feed_api.get(f"/changes?since={since}&wait=1")
     assert time.monotonic() - began >= 1
-    assert response.json() == {"index": since, "changes": []}
+    assert {**response.json(), "epoch": ""} == {"index": since, "changes": [], "epoch": ""}
 
 
 async def test_a_wait_without_since_returns_what_commits_after_it_began(
@@ -171,11 +175,11 @@ async def test_a_rolled_back_write_leaves_no_change(settings: Settings) -> None:
     factory = recording_session_factory(engine)
     try:
         async with unit_of_work(factory, write=True) as session:
-            before = await feed_index.sequence(session)
+            before = (await feed_index.sequence(session)).index
         with pytest.raises(RuntimeError):
             await _create_then_fail(factory)
         async with unit_of_work(factory, write=True) as session:
-            assert await feed_index.sequence(session) == before
+            assert (await feed_index.sequence(session)).index == before
             newer = or_(Change.feed_index.is_(None), Change.feed_index > before)
             assert await session.scalar(select(Change.ordinal).where(newer)) is None
             assert await providers.list_providers(session, providers.ProviderQuery("doomed")) == []
@@ -266,7 +270,11 @@ async def test_the_feed_streams_as_server_sent_events(short_streams: PlacementCl
     response = await stream
     assert response.headers["content-type"].startswith("text/event-stream")
     assert f"id: {start + 2}\n" in response.text
-    assert [(name, data["uuid"]) for name, data in _events(response.text)] == [
+    epoch = (await api.get("/changes")).json()["epoch"]
+    assert [
+        (name, data.get("uuid", data.get("epoch"))) for name, data in _events(response.text)
+    ] == [
+        ("epoch", epoch),
         ("change", before["uuid"]),
         ("change", during["uuid"]),
     ]
@@ -274,7 +282,9 @@ async def test_the_feed_streams_as_server_sent_events(short_streams: PlacementCl
     resumed = await api.get(
         "/changes", headers={"accept": "text/event-stream", "last-event-id": str(start + 1)}
     )
-    assert [data["uuid"] for _, data in _events(resumed.text)] == [during["uuid"]]
+    assert [data["uuid"] for name, data in _events(resumed.text) if name == "change"] == [
+        during["uuid"]
+    ]
 
 
 async def test_a_stream_from_a_pruned_index_is_gone(short_streams: PlacementClient) -> None:

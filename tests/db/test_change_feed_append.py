@@ -18,7 +18,7 @@ async def _head(factory: SessionFactory) -> int:
     """The feed's head after a sequencing run (a write on PostgreSQL only)."""
     on_postgresql = factory.kw["bind"].dialect.name == "postgresql"
     async with unit_of_work(factory, write=on_postgresql) as session:
-        return await feed_index.sequence(session)
+        return (await feed_index.sequence(session)).index
 
 
 async def _read_after(factory: SessionFactory, since: int) -> list[dict[str, object]]:

@@ -194,6 +194,32 @@ async def test_a_gap_in_the_feed_re_reads_everything_and_follows_again(
     assert gate.requests["candidates"] == 2
 
 
+async def test_a_new_epoch_re_reads_everything_though_the_indexes_run_on(
+    cloud: Cloud,
+    following: tuple[Scheduler, FeedGate],
+    live_placement: LivePlacement,
+) -> None:
+    """A failover may give the indexes the cache applied to other changes: the
+    feed's epoch changes (here by hand, as a promoted standby's first
+    sequencing run does) and the cache reads everything again."""
+    scheduler, gate = following
+    host = await cloud.host("h", vcpu=8)
+    await scheduler.schedule(one())
+    await caught_up(scheduler, cloud)
+    engine = create_engine(live_placement.database_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text("UPDATE change_feed_head SET epoch = 'after-failover'"))
+    finally:
+        await engine.dispose()
+    await cloud.allocate(new_uuid(), host, {"VCPU": 3})
+    await caught_up(scheduler, cloud)
+    assert scheduler.feed.epoch == "after-failover"
+    assert gate.requests["candidates"] == 1  # nothing read again before a decision asks
+    assert await free_vcpu(scheduler, host) == 8 - 2 - 3
+    assert gate.requests["candidates"] == 2  # the cache was dropped: read again
+
+
 async def test_own_claims_count_once_before_and_after_their_feed_entry(
     cloud: Cloud, following: tuple[Scheduler, FeedGate]
 ) -> None:

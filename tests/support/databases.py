@@ -73,7 +73,7 @@ async def create_pg_database() -> tuple[str, str]:
     await _pg_admin(f'CREATE DATABASE "{name}"')
     # A commit no longer waits for its WAL flush (3 to 4 ms each on the CI machine,
     # thousands per run); what other sessions see, and when, is unchanged. A test
-    # of a crash uses its own cluster (pg_cluster), which turns fsync off anyway.
+    # of a crash uses its own cluster (pg_cluster), which is durable.
     await _pg_admin(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
     return name, _pg_host_url(name).replace("postgresql://", "postgresql+asyncpg://", 1)
 

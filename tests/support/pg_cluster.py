@@ -2,7 +2,11 @@
 freeze and thaw without touching the shared server.
 
 The cluster lives in a temporary directory; as root, its commands run as
-the ``postgres`` user (PostgreSQL refuses to run as root).
+the ``postgres`` user (PostgreSQL refuses to run as root). It is durable
+(fsync, synchronous_commit and full_page_writes as PostgreSQL ships them):
+tests that count lost or resurrected writes across a crash must not be
+fooled by a server that never promised to keep them. ``streaming_standby``
+adds a hot standby replaying the cluster's WAL.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ class PrivateCluster:
     bin: Path
     directory: Path
     port: int
+    # More ``-c name=value`` server settings.
+    settings: tuple[str, ...] = ()
 
     @property
     def data(self) -> Path:
@@ -55,9 +61,11 @@ class PrivateCluster:
         )
 
     def start(self) -> None:
-        options = (
-            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        options = " ".join(
+            [
+                f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1",
+                *(f"-c {setting}" for setting in self.settings),
+            ]
         )
         self.run(
             "pg_ctl",
@@ -102,21 +110,24 @@ class PrivateCluster:
             os.kill(pid, signal.SIGCONT)
 
 
-@contextmanager
-def private_cluster() -> Iterator[PrivateCluster]:
+def _binaries() -> Path:
     binaries = server_binaries()
     if binaries is None:
         raise RuntimeError("no PostgreSQL server binaries under /usr/lib/postgresql")
+    return binaries
+
+
+def _directory() -> Path:
     directory = Path(tempfile.mkdtemp(prefix="placement-pg-"))
     if os.geteuid() == 0:
         user = pwd.getpwnam("postgres")
         os.chown(directory, user.pw_uid, user.pw_gid)
-    cluster = PrivateCluster(binaries, directory, free_port())
+    return directory
+
+
+@contextmanager
+def _running(cluster: PrivateCluster) -> Iterator[PrivateCluster]:
     try:
-        cluster.run(
-            "initdb", "-D", str(cluster.data), "-U", "postgres", "-A", "trust", "--no-sync",
-            "-E", "UTF8",
-        )  # fmt: skip
         cluster.start()
         try:
             yield cluster
@@ -125,4 +136,36 @@ def private_cluster() -> Iterator[PrivateCluster]:
                 cluster.thaw()
             cluster.run("pg_ctl", "stop", "-m", "immediate", "-D", str(cluster.data), check=False)
     finally:
-        shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(cluster.directory, ignore_errors=True)
+
+
+@contextmanager
+def private_cluster(*settings: str) -> Iterator[PrivateCluster]:
+    cluster = PrivateCluster(_binaries(), _directory(), free_port(), settings)
+    try:
+        cluster.run(
+            "initdb", "-D", str(cluster.data), "-U", "postgres", "-A", "trust", "--no-sync",
+            "-E", "UTF8",
+        )  # fmt: skip
+    except BaseException:
+        shutil.rmtree(cluster.directory, ignore_errors=True)
+        raise
+    with _running(cluster) as running:
+        yield running
+
+
+@contextmanager
+def streaming_standby(primary: PrivateCluster, *settings: str) -> Iterator[PrivateCluster]:
+    """A hot standby of ``primary`` (a base backup, then streaming
+    replication), with ``settings`` such as ``recovery_min_apply_delay=200ms``."""
+    standby = PrivateCluster(primary.bin, _directory(), free_port(), settings)
+    try:
+        standby.run(
+            "pg_basebackup", "-D", str(standby.data), "-h", "127.0.0.1", "-p", str(primary.port),
+            "-U", "postgres", "-X", "stream", "-R", "--no-sync", "--checkpoint=fast",
+        )  # fmt: skip
+    except BaseException:
+        shutil.rmtree(standby.directory, ignore_errors=True)
+        raise
+    with _running(standby) as running:
+        yield running

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from placement_api.db.outage import is_unavailable
+from placement_api.db.outage import is_read_only, is_unavailable
 
 
 def _wrapped(error: Exception, wrapper: type[sa_exc.DBAPIError] = sa_exc.DBAPIError) -> Exception:
@@ -29,6 +29,14 @@ def _wrapped(error: Exception, wrapper: type[sa_exc.DBAPIError] = sa_exc.DBAPIEr
         _wrapped(asyncpg.CannotConnectNowError("the database system is starting up")),
         _wrapped(asyncpg.AdminShutdownError("terminating connection")),
         _wrapped(asyncpg.ConnectionDoesNotExistError("connection was closed")),
+        # A standby (or a demoted primary): the write needs the primary, found again soon.
+        _wrapped(
+            asyncpg.ReadOnlySQLTransactionError("cannot execute INSERT in a read-only transaction"),
+            sa_exc.InternalError,
+        ),
+        _wrapped(
+            asyncpg.exceptions.TargetServerAttributeNotMatched("none of the hosts is read-write")
+        ),
         sa_exc.TimeoutError("QueuePool limit reached, connection timed out"),
         ConnectionRefusedError(111, "Connection refused"),
         TimeoutError(),
@@ -52,3 +60,15 @@ def test_an_unreachable_or_slow_database_is_recognised(error: Exception) -> None
 )
 def test_bugs_and_bad_input_are_not_an_outage(error: Exception) -> None:
     assert not is_unavailable(error)
+
+
+def test_only_a_refused_write_says_the_database_is_read_only() -> None:
+    refused = asyncpg.ReadOnlySQLTransactionError(
+        "cannot execute nextval() in a read-only transaction"
+    )
+    assert is_read_only(_wrapped(refused, sa_exc.InternalError))
+    assert is_read_only(
+        _wrapped(asyncpg.FeatureNotSupportedError("cannot execute LISTEN during recovery"))
+    )
+    assert not is_read_only(_wrapped(asyncpg.UniqueViolationError("duplicate key")))
+    assert not is_read_only(ConnectionRefusedError(111, "Connection refused"))

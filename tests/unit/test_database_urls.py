@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from placement_api.db.urls import UnsupportedDatabaseURL, async_url, libpq_dsn
+from placement_api.db.direct_connect import connect_arguments
+from placement_api.db.urls import UnsupportedDatabaseURL, async_url
 
 
 @pytest.mark.parametrize(
@@ -34,10 +35,10 @@ def test_multi_host_options_are_left_as_they_are() -> None:
     assert url.query["target_session_attrs"] == "read-write"
 
 
-def test_libpq_sslmode_becomes_asyncpgs_ssl_and_back_for_the_listen_dsn() -> None:
+def test_libpq_sslmode_becomes_asyncpgs_ssl_for_every_connection() -> None:
     url = async_url("postgres://u@db/placement?sslmode=require")
     assert dict(url.query) == {"ssl": "require"}
-    assert libpq_dsn(url) == "postgresql://u@db/placement?sslmode=require"
+    assert connect_arguments(url, timeout=1)["ssl"] == "require"
 
 
 @pytest.mark.parametrize(

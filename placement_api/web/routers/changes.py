@@ -45,7 +45,8 @@ KEEPALIVE_SECONDS = 15.0
         "(or `wait` seconds pass). 410 `placement.changes.gone`: the changes after `since` "
         "were pruned (or `since` is beyond the feed); re-read what you follow, then resume "
         "from the error's `index`. With `Accept: text/event-stream`, server-sent events "
-        "(`id` = index, `event: change`, `data` = the change; `Last-Event-ID` resumes). "
+        "(`id` = index, `event: change`, `data` = the change; `Last-Event-ID` resumes; "
+        "first an `event: epoch`). "
         "See docs/changes.md."
     ),
     responses={
@@ -71,7 +72,9 @@ async def list_changes(api: EventStreamApiDep) -> Response:
         )
     query = load_query(schemas.ChangesQuery, params)
     page = await feed.follow(query.since, query.limit, query.wait)
-    return json_response(api.version, {"index": page.index, "changes": page.changes})
+    return json_response(
+        api.version, {"index": page.index, "changes": page.changes, "epoch": page.epoch}
+    )
 
 
 def _event(name: str, data: object, index: int | None = None) -> str:
@@ -83,7 +86,13 @@ async def _events(feed: ChangeFeed, page: FeedPage, limit: int) -> AsyncIterator
     loop = asyncio.get_running_loop()
     deadline = loop.time() + feed.settings.changes_max_wait
     yield "retry: 1000\n\n"
+    # The history the ids belong to (docs/ha.md): a client that reconnects compares it.
+    epoch = page.epoch
+    yield _event("epoch", {"epoch": epoch})
     while True:
+        if page.epoch != epoch:
+            yield _event("gone", {"index": page.index, "detail": "The feed's epoch changed."})
+            return
         for change in page.changes:
             yield _event("change", change, change["index"])
         since = page.changes[-1]["index"] if page.changes else page.index

@@ -48,3 +48,10 @@ class ChangeList(ResponseModel):
 
     index: int
     changes: list[Change]
+    epoch: str = Field(
+        description=(
+            "The history the indexes belong to. It changes when a failover may have "
+            "given indexes again to other entries: a follower that sees it change "
+            "re-reads what it follows, as after a 410 (docs/ha.md)."
+        )
+    )

@@ -196,8 +196,7 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
     for router in routers:
         app.router.routes.extend(router.routes)
     install_error_handlers(app)
-    if settings.database_read_url is not None and not settings.is_sqlite:
-        app.add_middleware(ReadAfterMiddleware)
+    app.add_middleware(ReadAfterMiddleware)
     app.add_middleware(RequestLimitsMiddleware, settings=settings)
     app.add_middleware(PlacementRequestMiddleware)
     app.add_middleware(AccessMiddleware, access_log=settings.access_log)

@@ -28,6 +28,10 @@ LOG = logging.getLogger(__name__)
 
 # A WAL position as PostgreSQL prints it: two hexadecimal halves.
 POSITION = re.compile(r"[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}")
+# The position an API without a read URL answers writes with: it reads only the
+# primary, and learning the WAL position would cost every write a round trip.
+# Any API reading it back answers from the primary.
+PRIMARY = "primary"
 # How often a standby behind a read's position is asked again.
 POLL_SECONDS = 0.01
 
@@ -39,7 +43,7 @@ _WRITTEN = text("SELECT CAST(pg_current_wal_lsn() AS text)")
 
 
 def is_position(token: str) -> bool:
-    return POSITION.fullmatch(token) is not None
+    return token == PRIMARY or POSITION.fullmatch(token) is not None
 
 
 class Replica:
@@ -71,6 +75,9 @@ class ReplicaRead(AbstractAsyncContextManager[AsyncSession]):
         self._unit: UnitOfWork | None = None
 
     async def __aenter__(self) -> AsyncSession:
+        if self._after == PRIMARY:
+            self._unit = UnitOfWork(self._replica.primary, write=False)
+            return await self._unit.__aenter__()
         try:
             session = await self._on_standby()
         except Exception as exc:

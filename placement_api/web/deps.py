@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from placement_api import errors
 from placement_api.auth.context import Authenticator, RequestContext
 from placement_api.auth.policy import Policy
-from placement_api.db.replica import Replica, is_position
+from placement_api.db.replica import PRIMARY, Replica, is_position
 from placement_api.db.second_connection import SecondConnection
 from placement_api.db.session import SessionFactory, UnitOfWork
 from placement_api.domain import changes
@@ -56,8 +56,6 @@ class Database:
     replica: Replica | None = None
 
     def read(self) -> ReadUnit:
-        if self.replica is None:
-            return UnitOfWork(self.session_factory, write=False)
         state = read_after.CURRENT.get()
         wanted = state.wanted if state is not None else None
         if wanted is not None and not is_position(wanted):
@@ -65,17 +63,29 @@ class Database:
                 f"Invalid {read_after.HEADER} header {wanted[:40]!r}: send back the value a "
                 "write answered with."
             )
+        if self.replica is None:
+            return UnitOfWork(self.session_factory, write=False)
         return self.replica.read(wanted)
 
     def write(self) -> AbstractAsyncContextManager[AsyncSession]:
         unit = UnitOfWork(self.session_factory, write=True, committed=self._committed)
         if self.replica is None:
-            return unit
+            return _on_primary(unit)
         return _positioned(unit, self.replica)
 
     def _committed(self, session: AsyncSession) -> None:
         if changes.recorded(session):
             self.change_feed.committed()
+
+
+@asynccontextmanager
+async def _on_primary(unit: UnitOfWork) -> AsyncIterator[AsyncSession]:
+    """A write whose answer says "read the primary": every read here does."""
+    async with unit as session:
+        yield session
+    state = read_after.CURRENT.get()
+    if state is not None:
+        state.written = PRIMARY
 
 
 @asynccontextmanager

@@ -1,8 +1,8 @@
 """Read-your-writes across a standby: the ``X-Placement-Read-After`` header.
 
-Installed when the API reads from a standby (``database_read_url``). A
-successful write answers with the header, its value the primary's WAL
-position once it committed; a request that sends it back is answered from
+A successful write answers with the header: with a standby to read from
+(``database_read_url``), the primary's WAL position once it committed;
+without one, ``primary``. A request that sends it back is answered from
 data at least that fresh (``db.replica``). The value lives for one request
 in ``CURRENT``, which ``web.deps.Database`` reads and fills.
 """

@@ -177,6 +177,7 @@ EXTENSION_RULE_NAMES = {
     "placement:capacity:read",
     "placement:resource_providers:heartbeat:update",
     "placement:heartbeats:list",
+    "placement:server_groups:show",
 }
 
 

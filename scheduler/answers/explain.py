@@ -142,6 +142,10 @@ class PlacementReport(BaseModel):
         default_factory=list,
         description="When Placement found nothing: which part of the request matched nothing.",
     )
+    excluded: list[RejectedHost] = Field(
+        default_factory=list,
+        description="Candidates left out before the filters: a move's source host.",
+    )
 
 
 class Failure(BaseModel):

@@ -33,6 +33,7 @@ class Selection(BaseModel):
 class ScheduleResponse(BaseModel):
     selections: list[Selection]
     explanation: Explanation
+    dry_run: bool = Field(default=False, description="True: decided only; nothing was claimed.")
 
 
 class ReleaseRequest(BaseModel):

@@ -118,6 +118,10 @@ class ScheduleRequest(StrictModel):
     hints: Hints = Field(default_factory=Hints)
     flavor: Flavor | None = None
     image_properties: ImageProperties | None = None
+    dry_run: bool = Field(
+        default=False,
+        description="Decide and explain as for real, but claim nothing.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

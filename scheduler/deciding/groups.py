@@ -1,0 +1,44 @@
+"""Where a request's server group runs, and the rule its claims ask Placement to keep.
+
+Membership is Placement's (``GET /server_groups/{uuid}``, an extension of this
+service): every claim of a group member names the group, and Placement checks
+the rule in the claim's own transaction (docs/server-groups.md). So what every
+scheduler process sees is the same, survives restarts, and a decision made on a
+view that another scheduler's claim outdated is refused, not written; the engine
+then reads the group again and decides again. Members the caller names in
+``hints.group.members`` are located through their allocations too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from scheduler.placement.client import GroupRule, SchedulerPlacement
+from scheduler.placement.directory import ProviderDirectory
+from scheduler.request.spec import ScheduleRequest
+
+
+def group_rule(spec: ScheduleRequest) -> GroupRule | None:
+    group = spec.hints.group
+    if group is None:
+        return None
+    return GroupRule(str(group.uuid), group.policy.value, group.max_server_per_host)
+
+
+async def group_hosts(
+    client: SchedulerPlacement, directory: ProviderDirectory, spec: ScheduleRequest
+) -> Counter[str]:
+    """host -> the group's members there, the request's own consumers left out (a move's
+    consumer is a member already: it must not count against itself)."""
+    group = spec.hints.group
+    if group is None:
+        return Counter()
+    own = {str(c) for c in spec.consumer_uuids}
+    members: dict[str, set[str]] = {}
+    for host, consumers in (await client.server_group_hosts(str(group.uuid))).items():
+        members.setdefault(host, set()).update(consumers - own)
+    known = {c for consumers in members.values() for c in consumers}
+    unknown = [str(m) for m in group.members if str(m) not in known and str(m) not in own]
+    for host, consumers in (await directory.hosts_of_consumers(unknown)).items():
+        members.setdefault(host, set()).update(consumers)
+    return Counter({host: len(consumers) for host, consumers in members.items() if consumers})

@@ -106,6 +106,8 @@ def serve(
     settings file."""
     import uvicorn
 
+    from scheduler.deciding.pipeline import UnknownPluginError
+    from scheduler.plugins.external import PluginLoadError
     from scheduler.serving.collector import tune_collector
     from scheduler.serving.service import create_app
 
@@ -132,7 +134,12 @@ def serve(
         errors.print(f"[red]cannot set up Placement credentials:[/red] {escape(str(error))}")
         raise typer.Exit(1) from error
     tune_collector(settings)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level)
+    try:
+        app = create_app(settings)
+    except (UnknownPluginError, PluginLoadError) as error:  # a plugin stops start-up
+        errors.print(f"[red]cannot start:[/red] {escape(str(error))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level)
 
 
 def _pairs(values: list[str], option: str) -> dict[str, int]:

@@ -39,7 +39,7 @@ from scheduler.deciding.engine import Scheduler
 from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.client import SchedulerPlacement
-from scheduler.plugins import FILTERS, WEIGHERS
+from scheduler.plugins import FILTERS, WEIGHERS, external
 from scheduler.request.spec import ScheduleRequest
 from scheduler.serving.metrics import Metrics
 from scheduler.settings import SchedulerSettings, get_settings
@@ -133,7 +133,9 @@ async def filters(scheduler: SchedulerDep) -> FiltersResponse:
         )
         for i, f in enumerate(scheduler.pipeline.filters)
     ]
-    return FiltersResponse(enabled=enabled, available=sorted(FILTERS))
+    return FiltersResponse(
+        enabled=enabled, available=external.available(FILTERS, external.FILTER_GROUP)
+    )
 
 
 @router.get("/v1/weighers", operation_id="list_weighers", response_model=WeighersResponse)
@@ -149,7 +151,11 @@ async def weighers(scheduler: SchedulerDep) -> WeighersResponse:
         for i, w in enumerate(scheduler.pipeline.weighers)
     ]
     strategy = scheduler.settings.strategy
-    return WeighersResponse(strategy=strategy, enabled=enabled, available=sorted(WEIGHERS))
+    return WeighersResponse(
+        strategy=strategy,
+        enabled=enabled,
+        available=external.available(WEIGHERS, external.WEIGHER_GROUP),
+    )
 
 
 @router.get("/health", operation_id="health")

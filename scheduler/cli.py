@@ -200,6 +200,9 @@ def schedule(
     ] = None,
     user_id: Annotated[str | None, typer.Option(help="User the allocations belong to.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw answer.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Decide and explain, but claim nothing.")
+    ] = False,
 ) -> None:
     """Ask the scheduler to place instances; print the decision and its explanation."""
     resources = {"VCPU": vcpus, "MEMORY_MB": memory_mb, "DISK_GB": disk_gb}
@@ -222,6 +225,7 @@ def schedule(
         "project_id": project_id,
         "user_id": user_id,
         "hints": hints,
+        "dry_run": dry_run,
     }
     if image_arch:
         body["image_properties"] = {"hw_architecture": image_arch}

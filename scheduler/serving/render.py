@@ -17,7 +17,8 @@ def _resources(allocations: dict[str, dict[str, int]]) -> str:
 
 
 def render_decision(console: Console, response: ScheduleResponse) -> None:
-    table = Table(title="Selections", show_lines=False)
+    title = "Selections (dry run: nothing was claimed)" if response.dry_run else "Selections"
+    table = Table(title=title, show_lines=False)
     for column in ("consumer", "host", "allocated", "alternates"):
         table.add_column(column)
     for selection in response.selections:

@@ -92,7 +92,8 @@ router = APIRouter()
 async def schedule(
     body: ScheduleRequest, scheduler: SchedulerDep, metrics: MetricsDep
 ) -> ScheduleResponse | JSONResponse:
-    """Choose a host for each instance, claim it, and explain the decision."""
+    """Choose a host for each instance, claim it, and explain the decision
+    (``dry_run``: decide and explain only; nothing is claimed)."""
     started = time.perf_counter()
     try:
         result = await scheduler.schedule(body)
@@ -105,6 +106,9 @@ async def schedule(
         return _error(409, NO_VALID_HOST, exc.message, explanation=explanation)
     finally:
         metrics.decision_seconds.observe(time.perf_counter() - started)
+    if result.dry_run:
+        metrics.decisions.labels("dry_run").inc()
+        return result
     metrics.decisions.labels("placed").inc()
     metrics.instances.inc(len(result.selections))
     _count_conflicts(metrics, result.explanation.instances)

@@ -42,6 +42,10 @@ async def snapshot(live: LivePlacement) -> dict[str, list[tuple[Any, ...]]]:
     }
 
 
+def decided(answer: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    return [(s["consumer_uuid"], s["provider"], s["allocations"]) for s in answer["selections"]]
+
+
 async def test_a_dry_run_writes_nothing_and_answers_what_the_real_request_does(
     cloud: Cloud, live_placement: LivePlacement, service: httpx.AsyncClient
 ) -> None:

@@ -36,6 +36,7 @@ from scheduler.placement.client import MovingFrom, NewClaim, SchedulerPlacement
 from scheduler.placement.diagnose import diagnose
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.facts import PlacementFacts
+from scheduler.placement.failing_terms import failing_terms
 from scheduler.placement.host_cache import CandidateView, Clock, HostCache, ReadMark
 from scheduler.placement.host_state import HostState, Reservation
 from scheduler.placement.query import QueryParams, candidates_query, query_string
@@ -214,12 +215,13 @@ class Scheduler:
         if view.hosts:
             raise UnplaceableError("placement", "the only candidate is the move's source host")
         report.diagnosis = await diagnose(self.client, run.request)
+        report.failing_terms, counts = await failing_terms(self.client, run.request)
         prefix = f"the forced host {run.forced} has no room: " if run.forced else ""
         raise UnplaceableError(
             "placement",
             f"{prefix}Placement returned no allocation candidates for "
             f"GET /allocation_candidates?{report.request.query} "
-            f"({'; '.join(report.diagnosis)})",
+            f"({'; '.join([*report.diagnosis, counts])})",
         )
 
     async def _know_the_group(self, cycle: Cycle, names: dict[str, str]) -> None:

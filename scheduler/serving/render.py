@@ -43,6 +43,8 @@ def render_explanation(console: Console, explanation: Explanation) -> None:
         )
         for finding in placement.diagnosis:
             console.print(f"  [yellow]-[/yellow] {finding}")
+        for term in placement.failing_terms:
+            console.print(f"  {term.hosts} host(s) fail {term.term}")
     for index, instance in enumerate(explanation.instances, start=1):
         console.print(f"\n[bold]Instance {index}[/bold] {instance.consumer_uuid}")
         _render_filters(console, instance)

@@ -5,20 +5,18 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from flavors.files import FlavorsFileError
 from placement_client.auth import SETUP_ERRORS, load_adapter
+from scheduler import cli_moves
+from scheduler.cli_common import UrlOption, app, console, errors, reaching
 from scheduler.request.flavors_file import DEFAULT_FLAVORS_FILE, FLAVORS_FILE_VARIABLE, load_flavor
 from scheduler.request.spec import ScheduleRequest
 from scheduler.serving.render import render_decision, render_explanation
@@ -30,41 +28,11 @@ from scheduler.serving.service_client import (
 )
 from scheduler.settings import ENV_PREFIX, SchedulerSettings
 
-app = typer.Typer(help="Placement scheduler service.", no_args_is_help=True, add_completion=False)
-console = Console()
-errors = Console(stderr=True, soft_wrap=True)
-
-UrlOption = Annotated[
-    str,
-    typer.Option(
-        "--url",
-        envvar="PLACEMENT_SCHEDULER_URL",
-        help=f"URL of `placement-scheduler serve` (env var PLACEMENT_SCHEDULER_URL; "
-        f"default {DEFAULT_URL}).",
-        show_envvar=False,
-    ),
-]
-
 
 def _setting(name: str, text: str) -> str:
     """Help for an option that overrides a setting: its variable and default."""
     field = SchedulerSettings.model_fields[name]
     return f"{text} (env var {ENV_PREFIX}{name.upper()}; default {field.default})"
-
-
-@contextmanager
-def _reaching(url: str) -> Iterator[None]:
-    """A scheduler that cannot be reached is one line, not a traceback."""
-    try:
-        yield
-    except httpx.TransportError as exc:
-        errors.print(
-            f"[red]cannot reach the scheduler at {url}[/red]: {type(exc).__name__}: {exc}. "
-            "Is `placement-scheduler serve` running there? Point --url (or "
-            "PLACEMENT_SCHEDULER_URL) at it.",
-            soft_wrap=True,
-        )
-        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -238,7 +206,7 @@ def schedule(
         request = ScheduleRequest.model_validate(body)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    with _reaching(url):
+    with reaching(url):
         code = asyncio.run(_schedule(url, request, as_json))
     raise typer.Exit(code)
 
@@ -278,7 +246,7 @@ def release(
         if result.not_found:
             console.print(f"had no allocations: {', '.join(result.not_found)}")
 
-    with _reaching(url):
+    with reaching(url):
         asyncio.run(run())
 
 
@@ -302,7 +270,7 @@ def plugins(url: UrlOption = DEFAULT_URL) -> None:
             table.add_row(w.name, f"{w.multiplier:g}", w.description)
         console.print(table)
 
-    with _reaching(url):
+    with reaching(url):
         asyncio.run(run())
 
 
@@ -324,6 +292,9 @@ def openapi(
         sys.stdout.write(document)
     else:
         output.write_text(document)
+
+
+__all__ = ["app", "cli_moves", "main"]  # cli_moves registers move, confirm and revert
 
 
 def main() -> None:

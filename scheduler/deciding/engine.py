@@ -17,6 +17,7 @@ from placement_client import PlacementError
 from scheduler.answers.explain import (
     ClaimAttempt,
     Explanation,
+    FailingTerm,
     Failure,
     InstanceExplanation,
     PlacementQuery,
@@ -215,7 +216,8 @@ class Scheduler:
         if view.hosts:
             raise UnplaceableError("placement", "the only candidate is the move's source host")
         report.diagnosis = await diagnose(self.client, run.request)
-        report.failing_terms, counts = await failing_terms(self.client, run.request)
+        terms, counts = await failing_terms(self.client, run.request)
+        report.failing_terms = [FailingTerm(term=term, hosts=hosts) for term, hosts in terms]
         prefix = f"the forced host {run.forced} has no room: " if run.forced else ""
         raise UnplaceableError(
             "placement",

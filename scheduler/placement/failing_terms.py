@@ -17,7 +17,6 @@ from collections.abc import Iterator
 
 from flavors.request_group import RequestGroup
 from placement_client import PlacementError
-from scheduler.answers.explain import FailingTerm
 from scheduler.placement.client import SchedulerPlacement
 from scheduler.placement.query import not_member_of_param
 from scheduler.request.spec import ResourceRequest
@@ -54,8 +53,8 @@ async def _hosts(client: SchedulerPlacement, query: dict[str, str]) -> set[str]:
 
 async def failing_terms(
     client: SchedulerPlacement, request: ResourceRequest
-) -> tuple[list[FailingTerm], str]:
-    """Per term how many hosts fail it, and the sentence that sums it up
+) -> tuple[list[tuple[str, int]], str]:
+    """(term, hosts failing it) per term, and the sentence that sums it up
     (``0/5 hosts are available: 3 fail resources=VCPU:30, 2 fail required=X``)."""
     try:
         hosts = await _hosts(client, {"required": f"!{SHARING}"})
@@ -64,8 +63,8 @@ async def failing_terms(
             for term, query, matching_fail in probes(group):
                 matching = await _hosts(client, query) & hosts
                 failing = matching if matching_fail else hosts - matching
-                found.append(FailingTerm(term=term, hosts=len(failing)))
+                found.append((term, len(failing)))
     except PlacementError as exc:
         return [], f"host counts stopped: {exc}"
-    reasons = ", ".join(f"{t.hosts} fail {t.term}" for t in found if t.hosts)
+    reasons = ", ".join(f"{hosts} fail {term}" for term, hosts in found if hosts)
     return found, f"0/{len(hosts)} hosts are available" + (f": {reasons}" if reasons else "")

@@ -17,30 +17,25 @@ from placement_client import PlacementError
 from scheduler.answers.explain import (
     ClaimAttempt,
     Explanation,
-    FailingTerm,
     Failure,
     InstanceExplanation,
-    PlacementQuery,
-    PlacementReport,
-    RejectedHost,
 )
 from scheduler.answers.results import ScheduleResponse
 from scheduler.claiming.claim import Claimer, ReleaseResult, attempt
 from scheduler.claiming.claim_batcher import ClaimBatcher
+from scheduler.deciding.candidates_report import report_candidates
 from scheduler.deciding.choosing import Choice, Chooser, UnplaceableError
 from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
-from scheduler.deciding.groups import group_hosts, group_rule
+from scheduler.deciding.groups import group_hosts, group_rule, name_hosts
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.deciding.request_run import RequestRun
 from scheduler.placement.change_feed import ChangeFollower
 from scheduler.placement.client import MovingFrom, NewClaim, SchedulerPlacement
-from scheduler.placement.diagnose import diagnose
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.facts import PlacementFacts
-from scheduler.placement.failing_terms import failing_terms
 from scheduler.placement.host_cache import CandidateView, Clock, HostCache, ReadMark
 from scheduler.placement.host_state import HostState, Reservation
-from scheduler.placement.query import QueryParams, candidates_query, query_string
+from scheduler.placement.query import QueryParams, candidates_query
 from scheduler.plugins.cycle import Cycle, RequestRefused
 from scheduler.request.spec import ScheduleRequest, resource_request
 from scheduler.settings import SchedulerSettings
@@ -195,52 +190,16 @@ class Scheduler:
             raise
 
     async def _report_candidates(self, run: RequestRun, explanation: Explanation) -> None:
-        view = run.view
-        report = PlacementReport(
-            request=PlacementQuery(
-                query=query_string(run.query), microversion=self.client.microversion
-            ),
-            allocation_requests=view.allocation_requests,
-            hosts=view.hosts_found,
-            narrowed_by=run.cycle.terms.why,
-            cache_age_seconds=None if view.fresh else round(run.mark.at - view.fetched_at, 3),
-            excluded=[
-                RejectedHost(host=h.name, uuid=h.uuid, reason="the source host of the move")
-                for h in view.hosts
-                if h.uuid in run.excluded
-            ],
-        )
-        explanation.placement = report
-        if run.hosts:
-            return
-        if view.hosts:
-            raise UnplaceableError("placement", "the only candidate is the move's source host")
-        report.diagnosis = await diagnose(self.client, run.request)
-        terms, counts = await failing_terms(self.client, run.request)
-        report.failing_terms = [FailingTerm(term=term, hosts=hosts) for term, hosts in terms]
-        prefix = f"the forced host {run.forced} has no room: " if run.forced else ""
-        raise UnplaceableError(
-            "placement",
-            f"{prefix}Placement returned no allocation candidates for "
-            f"GET /allocation_candidates?{report.request.query} "
-            f"({'; '.join([*report.diagnosis, counts])})",
-        )
+        await report_candidates(self.client, run, explanation)
 
     async def _know_the_group(self, cycle: Cycle, names: dict[str, str]) -> None:
-        """The candidates' names, and where the server group's members run (those this
-        scheduler placed, and the caller's, located through Placement)."""
+        """The candidates' names, and where the server group's members run."""
         cycle.host_names = ChainMap({}, names)
-        cycle.group_hosts = await group_hosts(self.client, self.directory, cycle.spec)
-        await self._name_hosts(cycle)
+        await self._read_the_group(cycle)
 
-    async def _name_hosts(self, cycle: Cycle) -> None:
-        """Hosts named in explanations may lie outside the candidates (a full host)."""
-        unnamed = [host for host in cycle.group_hosts if host not in cycle.host_names]
-        if unnamed:
-            records = await self.directory.providers()
-            for host in unnamed:
-                if host in records:
-                    cycle.host_names[host] = records[host].name
+    async def _read_the_group(self, cycle: Cycle) -> None:
+        cycle.group_hosts = await group_hosts(self.client, self.directory, cycle.spec)
+        await name_hosts(self.directory, cycle)
 
     async def _place(
         self,
@@ -293,8 +252,7 @@ class Scheduler:
             # request, and the decision is made again on where the group runs now.
             run.lost.update(claim.lost)
             run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
-            run.cycle.group_hosts = await group_hosts(self.client, self.directory, run.cycle.spec)
-            await self._name_hosts(run.cycle)
+            await self._read_the_group(run.cycle)
         if claim.lost:
             run.lost.update(claim.lost)
             run.hosts = [host for host in run.hosts if host.uuid not in run.lost]

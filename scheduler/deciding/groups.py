@@ -15,6 +15,7 @@ from collections import Counter
 
 from scheduler.placement.client import GroupRule, SchedulerPlacement
 from scheduler.placement.directory import ProviderDirectory
+from scheduler.plugins.cycle import Cycle
 from scheduler.request.spec import ScheduleRequest
 
 
@@ -42,3 +43,13 @@ async def group_hosts(
     for host, consumers in (await directory.hosts_of_consumers(unknown)).items():
         members.setdefault(host, set()).update(consumers)
     return Counter({host: len(consumers) for host, consumers in members.items() if consumers})
+
+
+async def name_hosts(directory: ProviderDirectory, cycle: Cycle) -> None:
+    """Hosts named in explanations may lie outside the candidates (a full host)."""
+    unnamed = [host for host in cycle.group_hosts if host not in cycle.host_names]
+    if unnamed:
+        records = await directory.providers()
+        for host in unnamed:
+            if host in records:
+                cycle.host_names[host] = records[host].name

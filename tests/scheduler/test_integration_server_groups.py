@@ -19,8 +19,7 @@ from placement_api.settings import Settings
 from tests.db.allocation_state import _rows
 from tests.scheduler.live import Cloud, LivePlacement, new_uuid
 from tests.scheduler.processes import SchedulerProcess, schedulers
-
-pytestmark = pytest.mark.xdist_group("scheduler_processes")
+from tests.support import databases
 
 REQUESTS = 64
 HOSTS = 4
@@ -79,6 +78,13 @@ async def test_anti_affinity_across_two_schedulers_places_exactly_one_per_host(
     assert await consumers_per_host(live_placement) == dict.fromkeys(hosts, 1)
 
 
+# Concurrency proofs where claims really run in parallel (SQLite has one writer).
+ON_POSTGRESQL = pytest.mark.parametrize(
+    "live_placement", [b for b in databases.BACKENDS if b == "postgresql"], indirect=True
+)
+
+
+@ON_POSTGRESQL
 async def test_a_restarted_scheduler_still_keeps_the_group_apart(
     cloud: Cloud, live_placement: LivePlacement, two_schedulers: list[SchedulerProcess]
 ) -> None:
@@ -94,6 +100,7 @@ async def test_a_restarted_scheduler_still_keeps_the_group_apart(
     assert await consumers_per_host(live_placement) == dict.fromkeys(hosts, 1)
 
 
+@ON_POSTGRESQL
 async def test_affinity_across_two_schedulers_keeps_every_member_on_one_host(
     cloud: Cloud, live_placement: LivePlacement, two_schedulers: list[SchedulerProcess]
 ) -> None:

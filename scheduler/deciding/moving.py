@@ -13,7 +13,7 @@ the consumer and drops its destination allocations, in one write.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from placement_client import Conflict
 from scheduler.answers.results import MoveFinished, MoveResponse
@@ -132,7 +132,9 @@ class Mover:
                     f"(last seen {beat.last_seen.isoformat()}); migrate it instead",
                 )
 
-    async def _finished(self, consumer: str, migration: str, outcome: str) -> MoveFinished:
+    async def _finished(
+        self, consumer: str, migration: str, outcome: Literal["confirmed", "reverted"]
+    ) -> MoveFinished:
         now = await self.client.consumer(consumer)
         allocations = {
             rp: ProviderAllocation(resources=r) for rp, r in (now.amounts() if now else {}).items()
@@ -140,7 +142,7 @@ class Mover:
         return MoveFinished(
             consumer_uuid=consumer,
             migration_uuid=migration,
-            outcome="confirmed" if outcome == "confirmed" else "reverted",
+            outcome=outcome,
             allocations=allocations,
         )
 

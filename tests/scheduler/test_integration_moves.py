@@ -189,3 +189,27 @@ async def test_evacuating_a_host_whose_agent_is_up_is_refused(
     assert refused.status_code == 409
     assert refused.json()["errors"][0]["code"] == "scheduler.source_host_up"
     assert await held_in_database(live_placement) == before
+
+
+async def test_a_move_keeps_the_anti_affinity_group_of_the_consumer(
+    cloud: Cloud, live_placement: LivePlacement, service: httpx.AsyncClient
+) -> None:
+    hosts = [await cloud.host(name, vcpu=8) for name in ("a", "b", "c")]
+    group = {"uuid": new_uuid(), "policy": "anti-affinity", "name": "web"}
+    members = [new_uuid(), new_uuid()]
+    for member, host in zip(members, hosts, strict=False):
+        body = {
+            "resources": SMALL,
+            "consumer_uuids": [member],
+            "hints": {"group": group, "force_nodes": [host]},
+        }
+        assert (await service.post("/v1/schedule", json=body)).status_code == 200
+    move = {"consumer_uuid": members[0], "kind": "migrate", "hints": {"group": group}}
+    moved = await post(service, "/v1/move", move)
+    # Not its own host (the source), not the other member's: the third.
+    assert moved["selection"]["provider"]["uuid"] == hosts[2]
+    await post(service, f"/v1/move/{members[0]}/confirm")
+    assert await held_in_database(live_placement) == {
+        members[0]: {hosts[2]: SMALL},
+        members[1]: {hosts[1]: SMALL},
+    }

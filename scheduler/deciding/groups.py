@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from scheduler.deciding.choosing import UnplaceableError
 from scheduler.placement.client import GroupRule, SchedulerPlacement
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.plugins.cycle import Cycle
@@ -30,14 +31,25 @@ async def group_hosts(
     client: SchedulerPlacement, directory: ProviderDirectory, spec: ScheduleRequest
 ) -> Counter[str]:
     """host -> the group's members there, the request's own consumers left out (a move's
-    consumer is a member already: it must not count against itself)."""
+    consumer is a member already: it must not count against itself). A request naming
+    the group with another rule than Placement keeps is refused."""
     group = spec.hints.group
     if group is None:
         return Counter()
     own = {str(c) for c in spec.consumer_uuids}
     members: dict[str, set[str]] = {}
-    for host, consumers in (await client.server_group_hosts(str(group.uuid))).items():
-        members.setdefault(host, set()).update(consumers - own)
+    kept = await client.server_group(str(group.uuid))
+    if kept is not None:
+        rule = (kept.policy, kept.max_server_per_host)
+        if rule != (group.policy.value, group.max_server_per_host):
+            raise UnplaceableError(
+                "request",
+                f"server group {group.label} has policy {rule[0]} with max_server_per_host "
+                f"{rule[1]} in Placement; the request names {group.policy.value} with "
+                f"{group.max_server_per_host}",
+            )
+        for host, consumers in kept.hosts().items():
+            members.setdefault(host, set()).update(consumers - own)
     known = {c for consumers in members.values() for c in consumers}
     unknown = [str(m) for m in group.members if str(m) not in known and str(m) not in own]
     for host, consumers in (await directory.hosts_of_consumers(unknown)).items():

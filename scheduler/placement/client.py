@@ -73,6 +73,22 @@ class ConsumerRecord(_Response):
         return {rp: dict(share.resources) for rp, share in self.allocations.items()}
 
 
+class ServerGroupRecord(_Response):
+    """``GET /server_groups/{uuid}``, an extension of this API."""
+
+    policy: str
+    max_server_per_host: int
+    members: dict[str, list[str]]  # consumer -> hosts (root provider uuids)
+
+    def hosts(self) -> dict[str, set[str]]:
+        """host -> the members with allocations there."""
+        found: dict[str, set[str]] = {}
+        for member, hosts in self.members.items():
+            for host in hosts:
+                found.setdefault(host, set()).add(member)
+        return found
+
+
 class ProviderRecord(_Response):
     uuid: str
     name: str
@@ -239,18 +255,14 @@ class SchedulerPlacement:
             return None
         return ConsumerRecord.model_validate(body)
 
-    async def server_group_hosts(self, group: str) -> dict[str, set[str]]:
-        """host -> the group's members with allocations there, as Placement keeps them
-        (empty for a group no claim named yet, or an API without server groups)."""
+    async def server_group(self, group: str) -> ServerGroupRecord | None:
+        """The group's rule and where its members run, as Placement keeps them; None for
+        a group no claim named yet (or an API without server groups)."""
         try:
             body = await self.client.get(f"/server_groups/{group}")
         except NotFound:
-            return {}
-        hosts: dict[str, set[str]] = {}
-        for member, on in body.get("members", {}).items():
-            for host in on:
-                hosts.setdefault(host, set()).add(member)
-        return hosts
+            return None
+        return ServerGroupRecord.model_validate(body)
 
     async def heartbeats(self) -> HeartbeatsAnswer | None:
         """Every host's last heartbeat; None when the API does not offer them (404)."""

@@ -16,7 +16,10 @@ import httpx
 import pytest
 
 from placement_api.settings import Settings
+from scheduler.deciding.errors import NoValidHostError
+from scheduler.request.spec import ScheduleRequest
 from tests.db.allocation_state import _rows
+from tests.scheduler.conftest import MakeScheduler
 from tests.scheduler.live import Cloud, LivePlacement, new_uuid
 from tests.scheduler.processes import SchedulerProcess, schedulers
 from tests.support import databases
@@ -115,3 +118,14 @@ async def test_affinity_across_two_schedulers_keeps_every_member_on_one_host(
         assert refused.status_code == 409
         assert "affinity" in refused.json()["errors"][0]["detail"]
     assert await consumers_per_host(live_placement) == {placed[0]: len(placed)}
+
+
+async def test_a_request_naming_the_group_with_another_rule_is_refused(
+    cloud: Cloud, make_scheduler: MakeScheduler
+) -> None:
+    await cloud.host("host-0")
+    group = new_uuid()
+    scheduler = make_scheduler()
+    await scheduler.schedule(ScheduleRequest.model_validate(request(group, "anti-affinity")))
+    with pytest.raises(NoValidHostError, match="has policy anti-affinity with max_server_per"):
+        await scheduler.schedule(ScheduleRequest.model_validate(request(group, "affinity")))

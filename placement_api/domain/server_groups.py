@@ -99,7 +99,7 @@ async def replace_allocations(
             [{"group_id": ids[uuid], "consumer_uuid": c} for c in joining],
         )
         await _forget_members_holding_nothing(session, ids[uuid])
-        _check(rule, await _hosts_of_members(session, ids[uuid]), set(joining))
+        check_rule(rule, await _hosts_of_members(session, ids[uuid]), set(joining))
 
 
 async def _lock(session: AsyncSession, rule: GroupRule) -> int:
@@ -167,7 +167,7 @@ async def _hosts_of_members(session: AsyncSession, group_id: int) -> dict[str, s
     return hosts
 
 
-def _check(rule: GroupRule, hosts: Mapping[str, set[str]], joining: set[str]) -> None:
+def check_rule(rule: GroupRule, hosts: Mapping[str, set[str]], joining: set[str]) -> None:
     """Raise when the members just written break the rule where they landed."""
     landed = {host for consumer in joining for host in hosts.get(consumer, ())}
     if rule.policy == ANTI_AFFINITY:

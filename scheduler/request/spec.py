@@ -41,8 +41,9 @@ class GroupPolicy(StrEnum):
 
 
 class ServerGroupHint(StrictModel):
-    """A server group. ``members`` are consumers already in the group that the
-    caller knows of; the scheduler adds the ones it placed itself."""
+    """A server group. Placement keeps its members (every claim names the group,
+    docs/server-groups.md); ``members`` adds consumers the caller knows of that
+    were placed without naming it."""
 
     uuid: UUID
     policy: GroupPolicy

@@ -16,11 +16,12 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, exists, select
+from sqlalchemy import ColumnElement, delete, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from placement_api import errors
+from placement_api.db import dialect
 from placement_api.db.dialect import insert_ignoring_duplicates
 from placement_api.db.models import (
     Allocation,
@@ -99,30 +100,30 @@ async def replace_allocations(
             [{"group_id": ids[uuid], "consumer_uuid": c} for c in joining],
         )
         await _forget_members_holding_nothing(session, ids[uuid])
-        check_rule(rule, await _hosts_of_members(session, ids[uuid]), set(joining))
+        if rule.policy == ANTI_AFFINITY:
+            # Only the hosts the write landed on can have too many members now.
+            hosts = await _hosts_of_members(session, ids[uuid], near=joining)
+        elif rule.policy == AFFINITY:
+            hosts = await _hosts_of_members(session, ids[uuid])
+        else:
+            continue  # the soft policies only weigh: membership is all they need
+        check_rule(rule, hosts, set(joining))
 
 
 async def _lock(session: AsyncSession, rule: GroupRule) -> int:
-    """The group's id, its row locked (created on its first claim); 409 when the
+    """The group's id, its row locked (created by its first claim); 409 when the
     group exists with another rule."""
-    await insert_ignoring_duplicates(
-        session,
-        ServerGroup.__table__,  # type: ignore[arg-type]
-        [
-            {
-                "uuid": rule.uuid,
-                "policy": rule.policy,
-                "max_server_per_host": rule.max_server_per_host,
-            }
-        ],
+    # One statement creates the row or, when it exists, locks it (ON CONFLICT DO
+    # UPDATE takes the row lock, as SELECT ... FOR UPDATE would, on PostgreSQL).
+    table = ServerGroup.__table__
+    upsert = dialect.insert(session, table).values(  # type: ignore[arg-type]
+        uuid=rule.uuid, policy=rule.policy, max_server_per_host=rule.max_server_per_host
     )
-    row = (
-        await session.execute(
-            select(ServerGroup.id, ServerGroup.policy, ServerGroup.max_server_per_host)
-            .where(ServerGroup.uuid == rule.uuid)
-            .with_for_update()
-        )
-    ).one()
+    upsert = upsert.on_conflict_do_update(
+        index_elements=[table.c.uuid], set_={"uuid": upsert.excluded.uuid}
+    )
+    statement = upsert.returning(table.c.id, table.c.policy, table.c.max_server_per_host)
+    row = (await session.execute(statement)).one()
     if (row.policy, row.max_server_per_host) != (rule.policy, rule.max_server_per_host):
         raise _violation(
             f"Server group {rule.uuid} has policy {row.policy} with max_server_per_host "
@@ -139,28 +140,38 @@ async def _forget_members_holding_nothing(session: AsyncSession, group_id: int) 
     )
 
 
-async def _hosts_of_members(session: AsyncSession, group_id: int) -> dict[str, set[str]]:
-    """consumer uuid -> the roots of the providers it holds allocations on."""
-    root = aliased(ResourceProvider)
+def _not_sharing() -> ColumnElement[bool]:
     sharing = (
         select(ProviderTrait.resource_provider_id)
         .join(Trait, Trait.id == ProviderTrait.trait_id)
         .where(Trait.name == SHARING_TRAIT)
     )
+    return ResourceProvider.id.not_in(sharing)
+
+
+async def _hosts_of_members(
+    session: AsyncSession, group_id: int, *, near: Sequence[str] | None = None
+) -> dict[str, set[str]]:
+    """consumer uuid -> the roots of the providers it holds allocations on; with
+    ``near``, only on the roots those consumers hold allocations on (one statement)."""
+    root = aliased(ResourceProvider)
     statement = (
         select(ServerGroupMember.consumer_uuid, root.uuid)
         .join(Consumer, Consumer.uuid == ServerGroupMember.consumer_uuid)
         .join(Allocation, Allocation.consumer_id == Consumer.id)
         .join(ResourceProvider, ResourceProvider.id == Allocation.resource_provider_id)
         .join(root, root.id == ResourceProvider.root_provider_id)
-        .where(
-            and_(
-                ServerGroupMember.group_id == group_id,
-                ResourceProvider.id.not_in(sharing),
-            )
-        )
+        .where(ServerGroupMember.group_id == group_id, _not_sharing())
         .distinct()
     )
+    if near is not None:
+        landed = (
+            select(ResourceProvider.root_provider_id)
+            .join(Allocation, Allocation.resource_provider_id == ResourceProvider.id)
+            .join(Consumer, Consumer.id == Allocation.consumer_id)
+            .where(Consumer.uuid.in_(near), _not_sharing())
+        )
+        statement = statement.where(root.id.in_(landed))
     hosts: dict[str, set[str]] = defaultdict(set)
     for consumer, host in await session.execute(statement):
         hosts[consumer].add(host)

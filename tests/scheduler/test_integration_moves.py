@@ -91,55 +91,50 @@ async def stop_agent(cloud: Cloud, host: str) -> None:
     await asyncio.sleep(3.5)
 
 
-@pytest.mark.parametrize("finish", ["confirm", "revert"])
 @pytest.mark.parametrize("kind", ["migrate", "live-migrate", "evacuate"])
-async def test_a_move_claims_the_destination_and_keeps_the_source_until_finished(
-    cloud: Cloud,
-    live_placement: LivePlacement,
-    service: httpx.AsyncClient,
-    kind: str,
-    finish: str,
+async def test_a_move_is_reverted_then_made_again_and_confirmed(
+    cloud: Cloud, live_placement: LivePlacement, service: httpx.AsyncClient, kind: str
 ) -> None:
     source = await cloud.host("source", vcpu=4)
     other = await cloud.host("other", vcpu=8)
     instance = await placed(service, source, SMALL)
     if kind == "evacuate":
         await stop_agent(cloud, source)
-    moved = await post(service, "/v1/move", {"consumer_uuid": instance, "kind": kind})
-    migration = moved["migration_uuid"]
-    assert migration == migration_uuid(instance)
-    assert moved["selection"]["provider"]["uuid"] == other
-    assert moved["explanation"]["placement"]["excluded"][0]["uuid"] == source
-    assert await held_in_database(live_placement) == {
-        instance: {other: SMALL},
-        migration: {source: SMALL},
-    }
-    done = await post(service, f"/v1/move/{instance}/{finish}")
-    back = {instance: {other: SMALL}} if finish == "confirm" else {instance: {source: SMALL}}
-    assert done["outcome"] == f"{finish}ed".replace("ee", "e")
-    assert await held_in_database(live_placement) == back
-    assert (await cloud.usages(source)).get("VCPU", 0) == (2 if finish == "revert" else 0)
-    assert (await cloud.usages(other)).get("VCPU", 0) == (2 if finish == "confirm" else 0)
+    for finish, after in (("revert", {instance: {source: SMALL}}), ("confirm", None)):
+        moved = await post(service, "/v1/move", {"consumer_uuid": instance, "kind": kind})
+        migration = moved["migration_uuid"]
+        assert migration == migration_uuid(instance)
+        assert moved["selection"]["provider"]["uuid"] == other
+        assert moved["explanation"]["placement"]["excluded"][0]["uuid"] == source
+        assert await held_in_database(live_placement) == {
+            instance: {other: SMALL},
+            migration: {source: SMALL},
+        }
+        assert await cloud.usages(source) == await cloud.usages(other)  # both held
+        done = await post(service, f"/v1/move/{instance}/{finish}")
+        assert done["outcome"] == ("reverted" if finish == "revert" else "confirmed")
+        assert await held_in_database(live_placement) == (after or {instance: {other: SMALL}})
+    assert (await cloud.usages(source))["VCPU"] == 0
+    assert (await cloud.usages(other))["VCPU"] == 2
 
 
-@pytest.mark.parametrize("finish", ["confirm", "revert"])
 async def test_a_resize_up_on_the_same_host_holds_both_until_finished(
-    cloud: Cloud, live_placement: LivePlacement, service: httpx.AsyncClient, finish: str
+    cloud: Cloud, live_placement: LivePlacement, service: httpx.AsyncClient
 ) -> None:
     only = await cloud.host("only", vcpu=8)
     instance = await placed(service, only, SMALL)
     body = {"consumer_uuid": instance, "kind": "resize", "resources": LARGE}
-    moved = await post(service, "/v1/move", body | {"allow_same_host": True})
-    migration = moved["migration_uuid"]
-    assert moved["selection"]["provider"]["uuid"] == only
-    assert await held_in_database(live_placement) == {
-        instance: {only: LARGE},
-        migration: {only: SMALL},
-    }
-    assert (await cloud.usages(only))["VCPU"] == 6
-    await post(service, f"/v1/move/{instance}/{finish}")
-    final = LARGE if finish == "confirm" else SMALL
-    assert await held_in_database(live_placement) == {instance: {only: final}}
+    for finish, final in (("revert", SMALL), ("confirm", LARGE)):
+        moved = await post(service, "/v1/move", body | {"allow_same_host": True})
+        migration = moved["migration_uuid"]
+        assert moved["selection"]["provider"]["uuid"] == only
+        assert await held_in_database(live_placement) == {
+            instance: {only: LARGE},
+            migration: {only: SMALL},
+        }
+        assert (await cloud.usages(only))["VCPU"] == 6
+        await post(service, f"/v1/move/{instance}/{finish}")
+        assert await held_in_database(live_placement) == {instance: {only: final}}
 
 
 async def test_a_resize_that_fits_nowhere_is_a_409_that_changes_nothing(

@@ -123,3 +123,18 @@ async def test_an_unknown_group_is_404_and_a_bad_policy_400(api: PlacementClient
     host = await provider_with(api, {"VCPU": {"total": 8}})
     body = in_group(consumer_body({host: {"VCPU": 1}}), new_uuid(), "sideways")
     assert (await api.put(f"/allocations/{new_uuid()}", json=body)).status_code == 400
+
+
+async def test_hostile_group_rules_are_400s_that_change_nothing(api: PlacementClient) -> None:
+    host = await provider_with(api, {"VCPU": {"total": 8}})
+    for rule in (
+        {"uuid": new_uuid(), "policy": "anti-affinity", "max_server_per_host": 0},
+        {"uuid": new_uuid(), "policy": "anti-affinity", "max_server_per_host": 2**31},
+        {"uuid": "not-a-uuid", "policy": "affinity"},
+        {"uuid": new_uuid(), "policy": "affinity", "extra": 1},
+        {"policy": "affinity"},
+    ):
+        body = consumer_body({host: {"VCPU": 1}}) | {"server_group": rule}
+        response = await api.put(f"/allocations/{new_uuid()}", json=body)
+        assert response.status_code == 400, (rule, response.text)
+    assert await usages(api, host) == {"VCPU": 0}

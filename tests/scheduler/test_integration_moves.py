@@ -208,3 +208,18 @@ async def test_a_move_keeps_the_anti_affinity_group_of_the_consumer(
         members[0]: {hosts[2]: SMALL},
         members[1]: {hosts[1]: SMALL},
     }
+
+
+async def test_malformed_moves_are_400s(service: httpx.AsyncClient) -> None:
+    consumer = new_uuid()
+    for body in (
+        {"consumer_uuid": consumer, "kind": "teleport"},
+        {"consumer_uuid": consumer, "kind": "resize"},  # no new flavor or amounts
+        {"consumer_uuid": consumer, "kind": "evacuate", "allow_same_host": True},
+        {"consumer_uuid": "not-a-uuid", "kind": "migrate"},
+        {"consumer_uuid": consumer, "kind": "migrate", "unknown": 1},
+    ):
+        response = await service.post("/v1/move", json=body)
+        assert response.status_code == 400, (body, response.text)
+        assert response.json()["errors"][0]["code"] == "scheduler.invalid_request"
+    assert (await service.post("/v1/move/not-a-uuid/confirm")).status_code == 400

@@ -14,6 +14,7 @@ from pydantic import Field, RootModel, WithJsonSchema
 from placement_api.web.schemas.common import (
     GENERATION_RANGE,
     MAX_BIGINT,
+    MAX_INT,
     NAMED_SUFFIX,
     RESOURCE_CLASS_PATTERN,
     RequestModel,
@@ -139,7 +140,7 @@ class ServerGroupRef(RequestModel):
 
     uuid: Uuid
     policy: Literal["affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity"]
-    max_server_per_host: Annotated[int, Field(ge=1, le=MAX_BIGINT)] = 1
+    max_server_per_host: Annotated[int, Field(ge=1, le=MAX_INT)] = 1
 
 
 class ConsumerAllocations1_28(ConsumerAllocations1_13):

@@ -138,3 +138,18 @@ async def test_hostile_group_rules_are_400s_that_change_nothing(api: PlacementCl
         response = await api.put(f"/allocations/{new_uuid()}", json=body)
         assert response.status_code == 400, (rule, response.text)
     assert await usages(api, host) == {"VCPU": 0}
+
+
+async def test_one_consumer_spelled_two_ways_in_a_post_is_still_a_400(
+    api: PlacementClient,
+) -> None:
+    host = await provider_with(api, {"VCPU": {"total": 8}})
+    consumer = new_uuid()
+    batch = {
+        consumer: consumer_body({host: {"VCPU": 1}}),
+        consumer.upper(): consumer_body({host: {"VCPU": 2}}),
+    }
+    response = await api.post("/allocations", json=batch)
+    assert response.status_code == 400
+    assert "appears more than once" in error(response)["detail"]
+    assert await usages(api, host) == {"VCPU": 0}

@@ -63,10 +63,12 @@ def to_claim(consumer_uuid: str, body: schemas.PutShape) -> ConsumerClaim:
     )
 
 
-def group_rules(bodies: dict[str, schemas.PutShape]) -> dict[str, server_groups.GroupRule]:
+def group_rules(
+    bodies: list[tuple[str, schemas.PutShape]],
+) -> dict[str, server_groups.GroupRule]:
     """Consumer uuid -> the server group its claim names (the extension)."""
     rules = {}
-    for uuid, body in bodies.items():
+    for uuid, body in bodies:
         group = getattr(body, "server_group", None)
         if group is not None:
             rules[uuid] = server_groups.GroupRule(
@@ -76,7 +78,10 @@ def group_rules(bodies: dict[str, schemas.PutShape]) -> dict[str, server_groups.
 
 
 async def write_claims(
-    db: DbDep, batch: list[ConsumerClaim], bodies: dict[str, schemas.PutShape], failure: str
+    db: DbDep,
+    batch: list[ConsumerClaim],
+    bodies: list[tuple[str, schemas.PutShape]],
+    failure: str,
 ) -> None:
     rules = group_rules(bodies)
     async with db.write() as session:
@@ -155,7 +160,7 @@ async def replace_allocations(consumer_uuid: str, api: ApiDep, db: DbDep) -> Res
     body = load_body(schemas.put_schema(api.version), raw)
     claim = to_claim(uuid, body)
     await write_claims(
-        db, [claim], {uuid: body}, f"Unable to allocate inventory for consumer {uuid}"
+        db, [claim], [(uuid, body)], f"Unable to allocate inventory for consumer {uuid}"
     )
     return Response(status_code=204)
 
@@ -188,10 +193,11 @@ async def manage_allocations(api: ApiDep, db: DbDep) -> Response:
     raw = await api.body()
     write_limits.check_consumers(raw, api.settings)
     body = load_body(schemas.post_schema(api.version), raw)
-    bodies: dict[str, schemas.PutShape] = {
-        parse_consumer_uuid(uuid): consumer for uuid, consumer in body.root.items()
-    }
-    batch = [to_claim(uuid, consumer) for uuid, consumer in bodies.items()]
+    # A list, not a dict: one consumer spelled two ways must reach the domain twice (400).
+    bodies: list[tuple[str, schemas.PutShape]] = [
+        (parse_consumer_uuid(uuid), consumer) for uuid, consumer in body.root.items()
+    ]
+    batch = [to_claim(uuid, consumer) for uuid, consumer in bodies]
     await write_claims(db, batch, bodies, "Unable to allocate inventory")
     return Response(status_code=204)
 

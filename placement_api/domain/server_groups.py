@@ -216,3 +216,14 @@ async def show(session: AsyncSession, uuid: str) -> GroupView:
     )
     members = {consumer: sorted(hosts.get(consumer, ())) for (consumer,) in listed}
     return GroupView(uuid, row.policy, row.max_server_per_host, members)
+
+
+async def of_member(session: AsyncSession, consumer: str) -> list[GroupView]:
+    """The groups the consumer is a member of (one, as the scheduler claims)."""
+    found = await session.execute(
+        select(ServerGroup.uuid)
+        .join(ServerGroupMember, ServerGroupMember.group_id == ServerGroup.id)
+        .where(ServerGroupMember.consumer_uuid == consumer)
+        .order_by(ServerGroup.uuid)
+    )
+    return [await show(session, uuid) for (uuid,) in found]

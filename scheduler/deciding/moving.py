@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any, Literal
+from uuid import UUID
 
 from placement_client import Conflict
 from scheduler.answers.results import MoveFinished, MoveResponse
 from scheduler.deciding.engine import Scheduler
 from scheduler.placement.client import ConsumerRecord, MovingFrom, ProviderAllocation
 from scheduler.request.move import MoveRequest, migration_uuid
-from scheduler.request.spec import ScheduleRequest
+from scheduler.request.spec import GroupPolicy, Hints, ScheduleRequest, ServerGroupHint
 
 MIGRATION = "MIGRATION"
 
@@ -60,7 +61,7 @@ class Mover:
             consumer_uuids=[request.consumer_uuid],
             project_id=held.project_id,
             user_id=held.user_id,
-            hints=request.hints,
+            hints=await self._with_group(consumer, request.hints),
         )
         moving = MovingFrom(held.consumer_generation, migration, held.amounts(), MIGRATION)
         excluded = frozenset() if request.allow_same_host else sources
@@ -101,6 +102,22 @@ class Mover:
             ) from exc
         self.scheduler.host_cache.invalidate()
         return await self._finished(consumer, migration, "reverted")
+
+    async def _with_group(self, consumer: str, hints: Hints) -> Hints:
+        """The hints, with the server group the consumer is a member of when they name
+        none: a move keeps its group's rule like the consumer's first claim did."""
+        if hints.group is not None:
+            return hints
+        groups = await self.client.server_groups_of(consumer)
+        if not groups:
+            return hints
+        kept = groups[0]
+        group = ServerGroupHint(
+            uuid=UUID(kept.uuid),
+            policy=GroupPolicy(kept.policy),
+            max_server_per_host=kept.max_server_per_host,
+        )
+        return hints.model_copy(update={"group": group})
 
     async def _held(self, consumer: str) -> ConsumerRecord:
         held = await self.client.consumer(consumer)

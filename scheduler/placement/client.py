@@ -76,6 +76,7 @@ class ConsumerRecord(_Response):
 class ServerGroupRecord(_Response):
     """``GET /server_groups/{uuid}``, an extension of this API."""
 
+    uuid: str
     policy: str
     max_server_per_host: int
     members: dict[str, list[str]]  # consumer -> hosts (root provider uuids)
@@ -263,6 +264,14 @@ class SchedulerPlacement:
         except NotFound:
             return None
         return ServerGroupRecord.model_validate(body)
+
+    async def server_groups_of(self, consumer: str) -> list[ServerGroupRecord]:
+        """The groups the consumer is a member of (none from an API without them)."""
+        try:
+            body = await self.client.get("/server_groups", params={"member": consumer})
+        except NotFound:
+            return []
+        return [ServerGroupRecord.model_validate(g) for g in body.get("server_groups", [])]
 
     async def heartbeats(self) -> HeartbeatsAnswer | None:
         """Every host's last heartbeat; None when the API does not offer them (404)."""

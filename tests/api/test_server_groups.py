@@ -72,6 +72,12 @@ async def test_a_violation_is_a_409_that_changes_nothing(api: PlacementClient) -
     assert await usages(api, host) == {"VCPU": 1}
     shown = (await api.get(f"/server_groups/{group}")).json()
     assert shown["members"] == {first: [host]}
+    listed = (await api.get("/server_groups", params={"member": first})).json()
+    assert listed == {"server_groups": [shown]}
+    assert (await api.get("/server_groups", params={"member": second})).json() == {
+        "server_groups": []
+    }
+    assert (await api.get("/server_groups", params={"member": "nope"})).status_code == 400
 
 
 async def test_max_server_per_host_allows_that_many(api: PlacementClient) -> None:

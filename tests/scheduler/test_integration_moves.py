@@ -189,7 +189,8 @@ async def test_evacuating_a_host_whose_agent_is_up_is_refused(
 async def test_a_move_keeps_the_anti_affinity_group_of_the_consumer(
     cloud: Cloud, live_placement: LivePlacement, service: httpx.AsyncClient
 ) -> None:
-    hosts = [await cloud.host(name, vcpu=8) for name in ("a", "b", "c")]
+    # The spread strategy alone would pick b (the most room): only the group keeps it off.
+    hosts = [await cloud.host(name, vcpu=vcpu) for name, vcpu in (("a", 8), ("b", 16), ("c", 4))]
     group = {"uuid": new_uuid(), "policy": "anti-affinity", "name": "web"}
     members = [new_uuid(), new_uuid()]
     for member, host in zip(members, hosts, strict=False):
@@ -199,8 +200,8 @@ async def test_a_move_keeps_the_anti_affinity_group_of_the_consumer(
             "hints": {"group": group, "force_nodes": [host]},
         }
         assert (await service.post("/v1/schedule", json=body)).status_code == 200
-    move = {"consumer_uuid": members[0], "kind": "migrate", "hints": {"group": group}}
-    moved = await post(service, "/v1/move", move)
+    # The move names no group: the consumer's membership is Placement's.
+    moved = await post(service, "/v1/move", {"consumer_uuid": members[0], "kind": "migrate"})
     # Not its own host (the source), not the other member's: the third.
     assert moved["selection"]["provider"]["uuid"] == hosts[2]
     await post(service, f"/v1/move/{members[0]}/confirm")

@@ -178,6 +178,7 @@ EXTENSION_RULE_NAMES = {
     "placement:resource_providers:heartbeat:update",
     "placement:heartbeats:list",
     "placement:server_groups:show",
+    "placement:server_groups:list",
 }
 
 

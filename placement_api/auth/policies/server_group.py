@@ -7,6 +7,7 @@ from oslo_policy import policy
 from placement_api.auth.policies.base import ADMIN_OR_SERVICE, api_rule
 
 SHOW = "placement:server_groups:show"
+LIST = "placement:server_groups:list"
 
 RULES: tuple[policy.RuleDefault, ...] = (
     api_rule(
@@ -14,5 +15,11 @@ RULES: tuple[policy.RuleDefault, ...] = (
         ADMIN_OR_SERVICE,
         "Show a server group's rule and where its members run.",
         ("GET", "/server_groups/{uuid}"),
+    ),
+    api_rule(
+        LIST,
+        ADMIN_OR_SERVICE,
+        "List the server groups a consumer is a member of.",
+        ("GET", "/server_groups"),
     ),
 )

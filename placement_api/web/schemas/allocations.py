@@ -261,3 +261,13 @@ class ServerGroupView(ResponseModel):
     policy: str
     max_server_per_host: int
     members: dict[str, list[str]]
+
+
+class ServerGroupsQuery(RequestModel):
+    """GET /server_groups (an extension): the groups ``member`` belongs to."""
+
+    member: Uuid
+
+
+class ServerGroupsView(ResponseModel):
+    server_groups: list[ServerGroupView]

@@ -25,6 +25,8 @@ QUERY_MISSING_VALUE = "placement.query.missing_value"
 AUTH_SERVICE_UNAVAILABLE = "placement.auth.service_unavailable"
 # An extension of this service: GET /changes?since=N asked for pruned changes.
 CHANGES_GONE = "placement.changes.gone"
+# An extension of this service: a claim naming a server group would break its rule.
+SERVER_GROUP_VIOLATION = "placement.server_group.violation"
 
 # How much of a client's value an error detail quotes.
 _ECHO_LIMIT = 80
@@ -40,6 +42,7 @@ def shortened(text: str) -> str:
 CONFLICT_PROVIDER_GENERATION = "provider_generation"
 CONFLICT_CONSUMER_GENERATION = "consumer_generation"
 CONFLICT_CAPACITY = "capacity"
+CONFLICT_SERVER_GROUP = "server_group"
 
 
 class PlacementError(Exception):

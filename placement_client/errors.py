@@ -16,6 +16,8 @@ log = logging.getLogger(__name__)
 CONCURRENT_UPDATE = "placement.concurrent_update"
 INVENTORY_IN_USE = "placement.inventory.inuse"
 DUPLICATE_NAME = "placement.duplicate_name"
+# This service's extension: a claim naming a server group would break its rule.
+SERVER_GROUP_VIOLATION = "placement.server_group.violation"
 
 
 class PlacementError(Exception):

@@ -5,15 +5,11 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -24,6 +20,8 @@ from placement_client.environment import known_variables, warn_unknown_variables
 from placement_client.log_levels import LogLevel
 from placement_client.output import Format, FormatOption, emit, print_table
 from placement_client.program_version import VersionOption
+from scheduler import cli_moves
+from scheduler.cli_common import UrlOption, app, console, errors, reaching
 from scheduler.request.flavors_file import DEFAULT_FLAVORS_FILE, FLAVORS_FILE_VARIABLE, load_flavor
 from scheduler.request.spec import ScheduleRequest
 from scheduler.serving.render import render_decision, render_explanation
@@ -35,47 +33,16 @@ from scheduler.serving.service_client import (
 )
 from scheduler.settings import ENV_PREFIX, SchedulerSettings
 
-app = typer.Typer(help="Placement scheduler service.", no_args_is_help=True, add_completion=False)
-console = Console()
-errors = Console(stderr=True, soft_wrap=True)
-
 
 @app.callback()
 def _program(version: VersionOption = False) -> None:
     """Placement scheduler service."""
 
 
-UrlOption = Annotated[
-    str,
-    typer.Option(
-        "--url",
-        envvar="PLACEMENT_SCHEDULER_URL",
-        help=f"URL of `placement-scheduler serve` (env var PLACEMENT_SCHEDULER_URL; "
-        f"default {DEFAULT_URL}).",
-        show_envvar=False,
-    ),
-]
-
-
 def _setting(name: str, text: str) -> str:
     """Help for an option that overrides a setting: its variable and default."""
     field = SchedulerSettings.model_fields[name]
     return f"{text} (env var {ENV_PREFIX}{name.upper()}; default {field.default})"
-
-
-@contextmanager
-def _reaching(url: str) -> Iterator[None]:
-    """A scheduler that cannot be reached is one line, not a traceback."""
-    try:
-        yield
-    except httpx.TransportError as exc:
-        errors.print(
-            f"[red]cannot reach the scheduler at {url}[/red]: {type(exc).__name__}: {exc}. "
-            "Is `placement-scheduler serve` running there? Point --url (or "
-            "PLACEMENT_SCHEDULER_URL) at it.",
-            soft_wrap=True,
-        )
-        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -119,6 +86,8 @@ def serve(
     settings file."""
     import uvicorn
 
+    from scheduler.deciding.pipeline import UnknownPluginError
+    from scheduler.plugins.external import PluginLoadError
     from scheduler.serving.collector import tune_collector
     from scheduler.serving.logs import logging_config
     from scheduler.serving.service import create_app
@@ -146,8 +115,13 @@ def serve(
         errors.print(f"[red]cannot set up Placement credentials:[/red] {escape(str(error))}")
         raise typer.Exit(1) from error
     tune_collector(settings)
+    try:
+        app = create_app(settings)
+    except (UnknownPluginError, PluginLoadError) as error:  # a plugin stops start-up
+        errors.print(f"[red]cannot start:[/red] {escape(str(error))}", soft_wrap=True)
+        raise typer.Exit(2) from None
     uvicorn.run(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         log_level=log_level.value,
@@ -219,6 +193,9 @@ def schedule(
     ] = None,
     user_id: Annotated[str | None, typer.Option(help="User the allocations belong to.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw answer.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Decide and explain, but claim nothing.")
+    ] = False,
 ) -> None:
     """Ask the scheduler to place instances; print the decision and its explanation."""
     resources = {"VCPU": vcpus, "MEMORY_MB": memory_mb, "DISK_GB": disk_gb}
@@ -241,6 +218,7 @@ def schedule(
         "project_id": project_id,
         "user_id": user_id,
         "hints": hints,
+        "dry_run": dry_run,
     }
     if image_arch:
         body["image_properties"] = {"hw_architecture": image_arch}
@@ -253,7 +231,7 @@ def schedule(
         request = ScheduleRequest.model_validate(body)
     except ValidationError as exc:
         raise typer.BadParameter(_problems(exc)) from None
-    with _reaching(url):
+    with reaching(url):
         code = asyncio.run(_schedule(url, request, as_json))
     raise typer.Exit(code)
 
@@ -322,7 +300,7 @@ def release(
         if result.not_found:
             console.print(f"had no allocations: {', '.join(result.not_found)}")
 
-    with _reaching(chosen):
+    with reaching(chosen):
         asyncio.run(run())
 
 
@@ -356,7 +334,7 @@ def plugins(url: UrlOption = DEFAULT_URL, fmt: FormatOption = Format.TABLE) -> N
             table.add_row(w.name, f"{w.multiplier:g}", w.description)
         print_table(table, console)
 
-    with _reaching(url):
+    with reaching(url):
         asyncio.run(run())
 
 
@@ -378,6 +356,9 @@ def openapi(
         sys.stdout.write(document)
     else:
         output.write_text(document)
+
+
+__all__ = ["app", "cli_moves", "main"]  # cli_moves registers move, confirm and revert
 
 
 def main() -> None:

@@ -202,6 +202,31 @@ class ProviderHeartbeat(Base):
     metrics_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+class ServerGroup(TimestampMixin, Base):
+    """A server group whose rule claims naming it keep (docs/server-groups.md):
+    its row is what concurrent claims of the group queue on."""
+
+    __tablename__ = "server_groups"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+    policy: Mapped[str] = mapped_column(String(32), nullable=False)
+    max_server_per_host: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class ServerGroupMember(TimestampMixin, Base):
+    """A consumer claimed in a group. Where it runs is read from its allocations,
+    so a member that holds nothing counts nowhere."""
+
+    __tablename__ = "server_group_members"
+    __table_args__ = (Index("ix_server_group_members_consumer_uuid", "consumer_uuid"),)
+
+    group_id: Mapped[int] = mapped_column(
+        ForeignKey("server_groups.id", ondelete="CASCADE"), primary_key=True
+    )
+    consumer_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+
+
 class ChangeFeedHead(Base):
     """The change feed's one-row counter: the last index handed out.
 

@@ -120,6 +120,11 @@ class PlacementQuery(BaseModel):
     microversion: str
 
 
+class FailingTerm(BaseModel):
+    term: str = Field(description="One term of the query, as the query spells it.")
+    hosts: int = Field(description="How many hosts fail this term on its own.")
+
+
 class PlacementReport(BaseModel):
     request: PlacementQuery
     allocation_requests: int
@@ -141,6 +146,17 @@ class PlacementReport(BaseModel):
     diagnosis: list[str] = Field(
         default_factory=list,
         description="When Placement found nothing: which part of the request matched nothing.",
+    )
+    failing_terms: list[FailingTerm] = Field(
+        default_factory=list,
+        description=(
+            "When Placement found nothing: for each term of the query, how many hosts "
+            "fail it (each resource amount, required and forbidden trait, member_of)."
+        ),
+    )
+    excluded: list[RejectedHost] = Field(
+        default_factory=list,
+        description="Candidates left out before the filters: a move's source host.",
     )
 
 

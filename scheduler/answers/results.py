@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +34,22 @@ class Selection(BaseModel):
 class ScheduleResponse(BaseModel):
     selections: list[Selection]
     explanation: Explanation
+    dry_run: bool = Field(default=False, description="True: decided only; nothing was claimed.")
+
+
+class MoveResponse(BaseModel):
+    selection: Selection = Field(description="The destination, claimed for the consumer.")
+    migration_uuid: str = Field(description="The consumer now holding the source allocations.")
+    explanation: Explanation
+
+
+class MoveFinished(BaseModel):
+    consumer_uuid: str
+    migration_uuid: str
+    outcome: Literal["confirmed", "reverted"]
+    allocations: dict[str, ProviderAllocation] = Field(
+        description="What the consumer holds now, by provider uuid."
+    )
 
 
 class ReleaseRequest(BaseModel):

@@ -14,10 +14,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from placement_client import PlacementError
-from placement_client.errors import CONCURRENT_UPDATE
+from placement_client.errors import CONCURRENT_UPDATE, SERVER_GROUP_VIOLATION
 from scheduler.answers.explain import ClaimAttempt
 from scheduler.claiming.claim_batcher import ClaimBatcher
-from scheduler.placement.client import AllocationRequest, ClaimOutcome, NewClaim, SchedulerPlacement
+from scheduler.placement.client import (
+    AllocationRequest,
+    ClaimOutcome,
+    GroupRule,
+    MovingFrom,
+    NewClaim,
+    SchedulerPlacement,
+)
 from scheduler.placement.host_state import HostState, Reservation
 
 
@@ -30,6 +37,9 @@ class ClaimResult:
 
     # Hosts refused for want of capacity, not for a generation conflict.
     stale: list[str] = field(default_factory=list)
+    # Placement refused the last claim for the server group's rule: where the group's
+    # members run changed since the decision, which is made again.
+    group_refused: bool = False
 
     @property
     def lost(self) -> list[str]:
@@ -57,7 +67,14 @@ class Claimer:
         self._attempts = attempts
 
     async def claim(
-        self, consumer: str, ordered: Sequence[HostState], *, project_id: str, user_id: str
+        self,
+        consumer: str,
+        ordered: Sequence[HostState],
+        *,
+        project_id: str,
+        user_id: str,
+        group: GroupRule | None = None,
+        moving: MovingFrom | None = None,
     ) -> ClaimResult:
         result = ClaimResult()
         for host in ordered:
@@ -67,10 +84,9 @@ class Claimer:
             if request is None:
                 continue
             reservation = host.consume(request)
+            claim = NewClaim(consumer, request, project_id, user_id, group, moving)
             try:
-                outcome = await self._writer.claim(
-                    [NewClaim(consumer, request, project_id, user_id)]
-                )
+                outcome = await self._writer.claim([claim])
             except BaseException:
                 reservation.undo()
                 raise
@@ -79,6 +95,9 @@ class Claimer:
                 result.host, result.request, result.reservation = host, request, reservation
                 return result
             reservation.undo()
+            if outcome.code == SERVER_GROUP_VIOLATION:
+                result.group_refused = True
+                return result
             if outcome.code != CONCURRENT_UPDATE:
                 result.stale.append(host.uuid)
         return result

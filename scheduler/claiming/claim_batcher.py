@@ -22,7 +22,7 @@ class _Entry:
     consumers: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.consumers = frozenset(claim.consumer for claim in self.claims)
+        self.consumers = frozenset().union(*(claim.consumers for claim in self.claims))
 
 
 class ClaimBatcher:

@@ -137,11 +137,15 @@ class Chooser:
         hosts: Sequence[HostState],
         context: Cycle,
         report: InstanceExplanation,
+        *,
+        move_on: bool = True,
     ) -> Choice:
         """Rank, take the first host of the claim order and reserve its capacity, without
-        claiming it: for claims made together later."""
+        claiming it: for claims made together later (or none: a dry run, which leaves
+        where the next search starts alone)."""
         ranking = self.rank(hosts, context)
-        self.move_on(ranking)
+        if move_on:
+            self.move_on(ranking)
         ranking.explain(report)
         weighed = ranking.best()
         host = self.claim_order(weighed)[0]

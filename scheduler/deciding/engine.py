@@ -10,7 +10,7 @@ import asyncio
 import logging
 import random
 import time
-from collections import ChainMap, Counter
+from collections import ChainMap
 from dataclasses import replace
 
 from placement_client import PlacementError
@@ -19,25 +19,23 @@ from scheduler.answers.explain import (
     Explanation,
     Failure,
     InstanceExplanation,
-    PlacementQuery,
-    PlacementReport,
 )
 from scheduler.answers.results import ScheduleResponse
 from scheduler.claiming.claim import Claimer, ReleaseResult, attempt
 from scheduler.claiming.claim_batcher import ClaimBatcher
+from scheduler.deciding.candidates_report import report_candidates
 from scheduler.deciding.choosing import Choice, Chooser, UnplaceableError
 from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
-from scheduler.deciding.ledger import GroupLedger
+from scheduler.deciding.groups import group_hosts, group_rule, name_hosts
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.deciding.request_run import RequestRun
 from scheduler.placement.change_feed import ChangeFollower
-from scheduler.placement.client import NewClaim, SchedulerPlacement
-from scheduler.placement.diagnose import diagnose
+from scheduler.placement.client import MovingFrom, NewClaim, SchedulerPlacement
 from scheduler.placement.directory import ProviderDirectory
 from scheduler.placement.facts import PlacementFacts
 from scheduler.placement.host_cache import CandidateView, Clock, HostCache, ReadMark
 from scheduler.placement.host_state import HostState, Reservation
-from scheduler.placement.query import QueryParams, candidates_query, query_string
+from scheduler.placement.query import QueryParams, candidates_query
 from scheduler.plugins.cycle import Cycle, RequestRefused
 from scheduler.request.honoured import check_honoured
 from scheduler.request.spec import ScheduleRequest, resource_request
@@ -81,7 +79,6 @@ class Scheduler:
             wait=min(settings.changes_wait_seconds, int(settings.request_timeout / 2)),
             pace=settings.changes_pace_seconds,
         )
-        self.ledger = GroupLedger()
         self.claims = ClaimBatcher(
             client,
             consumer_type=settings.consumer_type,
@@ -100,12 +97,23 @@ class Scheduler:
     async def aclose(self) -> None:
         await self.feed.aclose()
 
-    async def schedule(self, spec: ScheduleRequest) -> ScheduleResponse:
+    async def schedule(
+        self,
+        spec: ScheduleRequest,
+        *,
+        moving: MovingFrom | None = None,
+        excluded: frozenset[str] = frozenset(),
+    ) -> ScheduleResponse:
+        """Decide and claim (``spec.dry_run``: decide only). ``moving``: the one consumer
+        holds allocations that move to a migration consumer in the claim's write
+        (see ``moving``); ``excluded`` hosts are left out before the filters."""
         explanation = Explanation()
         instances = len(spec.consumer_uuids)
         try:
-            run = await self._start(spec, explanation)
+            run = await self._start(spec, explanation, moving, excluded)
             await self._know_the_group(run.cycle, run.view.names)
+            if spec.dry_run:
+                return await self._decide_only(run, explanation)
         except UnplaceableError as exc:
             explanation.failure = Failure(stage=exc.stage, reason=exc.reason)
             raise NoValidHostError(explanation, instances) from None
@@ -131,23 +139,26 @@ class Scheduler:
             raise NoValidHostError(explanation, instances) from None
         except BaseException:
             # Placement failed or the request was cancelled: the claims in flight may have
-            # been written even though the answer was lost, so they are given back too.
-            await asyncio.shield(self._roll_back(placed, explanation, *in_flight))
+            # been written even though the answer was lost, so they are given back too
+            # (not a move's: its consumer held allocations before; revert undoes it).
+            if moving is None:
+                await asyncio.shield(self._roll_back(placed, explanation, *in_flight))
             raise
-        if spec.hints.group is not None:
-            for entry in placed:
-                self.ledger.record(str(spec.hints.group.uuid), entry.consumer, entry.host.uuid)
         return ScheduleResponse(selections=[p.selection for p in placed], explanation=explanation)
 
     async def release(self, consumers: list[str]) -> ReleaseResult:
         result = await self.claimer.release(consumers)
-        for consumer in result.released:
-            self.ledger.forget(consumer)
         if result.released:
             self.host_cache.invalidate()
         return result
 
-    async def _start(self, spec: ScheduleRequest, explanation: Explanation) -> RequestRun:
+    async def _start(
+        self,
+        spec: ScheduleRequest,
+        explanation: Explanation,
+        moving: MovingFrom | None = None,
+        excluded: frozenset[str] = frozenset(),
+    ) -> RequestRun:
         mark = self.host_cache.mark()
         check_honoured(spec, self.settings)
         cycle = Cycle(spec, self.settings, self.facts)
@@ -166,6 +177,8 @@ class Scheduler:
             view = await self._view(query, mark, fresh=True)  # nothing cached: ask again
         forced = ", ".join(spec.hints.force_hosts + spec.hints.force_nodes)
         run = RequestRun(query, request, mark, view, view.hosts, cycle, forced)
+        run.moving, run.excluded, run.group = moving, excluded, group_rule(spec)
+        run.take(view)
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, cycle)
         return run
@@ -181,49 +194,16 @@ class Scheduler:
             raise
 
     async def _report_candidates(self, run: RequestRun, explanation: Explanation) -> None:
-        view = run.view
-        report = PlacementReport(
-            request=PlacementQuery(
-                query=query_string(run.query), microversion=self.client.microversion
-            ),
-            allocation_requests=view.allocation_requests,
-            hosts=view.hosts_found,
-            narrowed_by=run.cycle.terms.why,
-            cache_age_seconds=None if view.fresh else round(run.mark.at - view.fetched_at, 3),
-        )
-        explanation.placement = report
-        if run.hosts:
-            return
-        report.diagnosis = await diagnose(self.client, run.request)
-        prefix = f"the forced host {run.forced} has no room: " if run.forced else ""
-        raise UnplaceableError(
-            "placement",
-            f"{prefix}Placement returned no allocation candidates for "
-            f"GET /allocation_candidates?{report.request.query} "
-            f"({'; '.join(report.diagnosis)})",
-        )
+        await report_candidates(self.client, run, explanation)
 
     async def _know_the_group(self, cycle: Cycle, names: dict[str, str]) -> None:
-        """The candidates' names, and where the server group's members run (those this
-        scheduler placed, and the caller's, located through Placement)."""
+        """The candidates' names, and where the server group's members run."""
         cycle.host_names = ChainMap({}, names)
-        group = cycle.hints.group
-        if group is not None:
-            members = self.ledger.members(str(group.uuid))
-            unknown = [str(m) for m in group.members if str(m) not in members]
-            for host, consumers in (await self.directory.hosts_of_consumers(unknown)).items():
-                members.update(dict.fromkeys(consumers, host))
-            cycle.group_hosts = Counter(members.values())
-        await self._name_hosts(cycle)
+        await self._read_the_group(cycle)
 
-    async def _name_hosts(self, cycle: Cycle) -> None:
-        """Hosts named in explanations may lie outside the candidates (a full host)."""
-        unnamed = [host for host in cycle.group_hosts if host not in cycle.host_names]
-        if unnamed:
-            records = await self.directory.providers()
-            for host in unnamed:
-                if host in records:
-                    cycle.host_names[host] = records[host].name
+    async def _read_the_group(self, cycle: Cycle) -> None:
+        cycle.group_hosts = await group_hosts(self.client, self.directory, cycle.spec)
+        await name_hosts(self.directory, cycle)
 
     async def _place(
         self,
@@ -242,8 +222,7 @@ class Scheduler:
             if run.view.fresh:
                 raise
         # Refused on a cached answer: read the candidates again and try once more.
-        run.view = await self._view(run.query, run.mark, fresh=True)
-        run.hosts = run.view.hosts
+        run.take(await self._view(run.query, run.mark, fresh=True))
         await self._report_candidates(run, explanation)
         await self.pipeline.prepare_hosts(run.hosts, run.cycle)
         run.cycle.host_names.maps.append(run.view.names)
@@ -256,15 +235,28 @@ class Scheduler:
     async def _place_on(
         self, consumer: str, run: RequestRun, report: InstanceExplanation
     ) -> Choice:
-        ranking = self.chooser.rank(run.hosts, run.cycle)
-        self.chooser.move_on(ranking)
-        ranking.explain(report)
-        weighed = ranking.best()
-        project_id, user_id = self._owner(run.cycle.spec)
-        claim = await self.claimer.claim(
-            consumer, self.chooser.claim_order(weighed), project_id=project_id, user_id=user_id
-        )
-        report.claims.extend(claim.attempts)
+        while True:
+            ranking = self.chooser.rank(run.hosts, run.cycle)
+            self.chooser.move_on(ranking)
+            ranking.explain(report)
+            weighed = ranking.best()
+            project_id, user_id = self._owner(run.cycle.spec)
+            claim = await self.claimer.claim(
+                consumer,
+                self.chooser.claim_order(weighed),
+                project_id=project_id,
+                user_id=user_id,
+                group=run.group,
+                moving=run.moving,
+            )
+            report.claims.extend(claim.attempts)
+            if not claim.group_refused:
+                break
+            # Another claim of the group got there first: the refused host leaves this
+            # request, and the decision is made again on where the group runs now.
+            run.lost.update(claim.lost)
+            run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
+            await self._read_the_group(run.cycle)
         if claim.lost:
             run.lost.update(claim.lost)
             run.hosts = [host for host in run.hosts if host.uuid not in run.lost]
@@ -309,7 +301,7 @@ class Scheduler:
                 chosen.append(self.chooser.reserve_best(consumer, run.hosts, trial, report))
             project_id, user_id = self._owner(spec)
             outcome = await self.claims.claim(
-                [NewClaim(c.consumer, c.request, project_id, user_id) for c in chosen]
+                [NewClaim(c.consumer, c.request, project_id, user_id, run.group) for c in chosen]
             )
         except BaseException as exc:
             for choice in chosen:
@@ -328,6 +320,43 @@ class Scheduler:
             report.claims.append(attempt(choice.host, outcome))
         explanation.instances.extend(reports)
         return chosen, {}
+
+    async def _decide_only(self, run: RequestRun, explanation: Explanation) -> ScheduleResponse:
+        """A dry run: every instance decided as the real request would (each seeing the
+        ones before it, a cached answer read again before refusing), nothing claimed."""
+        chosen: list[Choice] = []
+        consumers = [str(c) for c in run.cycle.spec.consumer_uuids]
+        try:
+            for index, consumer in enumerate(consumers):
+                report = InstanceExplanation(
+                    consumer_uuid=consumer, hosts_considered=len(run.hosts)
+                )
+                explanation.instances.append(report)
+                try:
+                    chosen.append(self._reserve(consumer, run, report))
+                except UnplaceableError as exc:
+                    if run.view.fresh or chosen:
+                        explanation.failure = Failure(
+                            stage=exc.stage,
+                            reason=exc.reason,
+                            instance_index=index,
+                            consumer_uuid=consumer,
+                        )
+                        raise NoValidHostError(explanation, len(consumers)) from None
+                    run.take(await self._view(run.query, run.mark, fresh=True))
+                    await self._report_candidates(run, explanation)
+                    await self.pipeline.prepare_hosts(run.hosts, run.cycle)
+                    run.cycle.host_names.maps.append(run.view.names)
+                    report.hosts_considered = len(run.hosts)
+                    chosen.append(self._reserve(consumer, run, report))
+        finally:
+            for choice in chosen:
+                choice.reservation.undo()
+        selections = [choice.selection for choice in chosen]
+        return ScheduleResponse(selections=selections, explanation=explanation, dry_run=True)
+
+    def _reserve(self, consumer: str, run: RequestRun, report: InstanceExplanation) -> Choice:
+        return self.chooser.reserve_best(consumer, run.hosts, run.cycle, report, move_on=False)
 
     def _owner(self, spec: ScheduleRequest) -> tuple[str, str]:
         return (

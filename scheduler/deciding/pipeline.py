@@ -25,7 +25,7 @@ from scheduler.answers.explain import (
     WeightTerm,
 )
 from scheduler.placement.host_state import HostState
-from scheduler.plugins import FILTERS, WEIGHERS
+from scheduler.plugins import FILTERS, WEIGHERS, external
 from scheduler.plugins.base import HostFilter, HostWeigher, Plugin
 from scheduler.plugins.cycle import Cycle
 from scheduler.settings import SchedulerSettings
@@ -113,17 +113,22 @@ class Pipeline:
 
     @classmethod
     def from_settings(cls, settings: SchedulerSettings) -> Pipeline:
-        _check_known("filter", settings.enabled_filters, FILTERS)
-        _check_known("weigher", settings.enabled_weighers, WEIGHERS)
-        _check_known("weigher multiplier", list(settings.weigher_multipliers), WEIGHERS)
+        filters = external.filters_with(settings.enabled_filters, FILTERS)
+        known = external.weighers_with(
+            [*settings.enabled_weighers, *settings.weigher_multipliers], WEIGHERS
+        )
+        _check_known("filter", settings.enabled_filters, filters, external.FILTER_GROUP)
+        _check_known("weigher", settings.enabled_weighers, known, external.WEIGHER_GROUP)
+        multiplied = list(settings.weigher_multipliers)
+        _check_known("weigher multiplier", multiplied, known, external.WEIGHER_GROUP)
         weighers = []
         for name in [] if settings.strategy == "chance" else settings.enabled_weighers:
-            plugin = WEIGHERS[name]()
+            plugin = known[name]()
             sign = -1.0 if settings.strategy == "pack" and plugin.follows_strategy else 1.0
             multiplier = settings.weigher_multipliers.get(name, 1.0) * sign
             weighers.append(EnabledWeigher(plugin, multiplier))
         return cls(
-            [FILTERS[name]() for name in settings.enabled_filters],
+            [filters[name]() for name in settings.enabled_filters],
             weighers,
             settings.explain_max_rejections,
         )
@@ -246,9 +251,8 @@ def _zero(weigher: EnabledWeigher) -> WeightTerm:
     )
 
 
-def _check_known(kind: str, names: Sequence[str], known: Mapping[str, object]) -> None:
+def _check_known(kind: str, names: Sequence[str], known: Mapping[str, object], group: str) -> None:
     unknown = [name for name in names if name not in known]
     if unknown:
-        raise UnknownPluginError(
-            f"unknown {kind} {', '.join(unknown)}; available: {', '.join(sorted(known))}"
-        )
+        available = ", ".join(external.available(known, group))
+        raise UnknownPluginError(f"unknown {kind} {', '.join(unknown)}; available: {available}")

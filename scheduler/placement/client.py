@@ -60,6 +60,36 @@ class CandidatesResponse(_Response):
     provider_summaries: dict[str, ProviderSummary]
 
 
+class ConsumerRecord(_Response):
+    """``GET /allocations/{consumer}`` of a consumer that holds something."""
+
+    allocations: dict[str, ProviderAllocation]
+    project_id: str
+    user_id: str
+    consumer_generation: int
+    consumer_type: str = "INSTANCE"
+
+    def amounts(self) -> dict[str, dict[str, int]]:
+        return {rp: dict(share.resources) for rp, share in self.allocations.items()}
+
+
+class ServerGroupRecord(_Response):
+    """``GET /server_groups/{uuid}``, an extension of this API."""
+
+    uuid: str
+    policy: str
+    max_server_per_host: int
+    members: dict[str, list[str]]  # consumer -> hosts (root provider uuids)
+
+    def hosts(self) -> dict[str, set[str]]:
+        """host -> the members with allocations there."""
+        found: dict[str, set[str]] = {}
+        for member, hosts in self.members.items():
+            for host in hosts:
+                found.setdefault(host, set()).add(member)
+        return found
+
+
 class ProviderRecord(_Response):
     uuid: str
     name: str
@@ -69,13 +99,69 @@ class ProviderRecord(_Response):
 
 
 @dataclass(frozen=True)
+class GroupRule:
+    """The server group a claim names: Placement keeps its rule in the claim's own
+    transaction (an extension of this service, docs/server-groups.md)."""
+
+    uuid: str
+    policy: str
+    max_server_per_host: int = 1
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "uuid": self.uuid,
+            "policy": self.policy,
+            "max_server_per_host": self.max_server_per_host,
+        }
+
+
+@dataclass(frozen=True)
+class MovingFrom:
+    """A move's claim: the consumer holds allocations (at ``generation``) that go to
+    the new ``migration`` consumer, in the same write as its new ones."""
+
+    generation: int
+    migration: str
+    allocations: Mapping[str, Mapping[str, int]]
+    consumer_type: str
+
+
+@dataclass(frozen=True)
 class NewClaim:
-    """The allocations to write for a consumer that holds nothing yet."""
+    """The allocations to write for a consumer: one that holds nothing yet or, with
+    ``moving``, one whose allocations move to a migration consumer."""
 
     consumer: str
     request: AllocationRequest
     project_id: str
     user_id: str
+    group: GroupRule | None = None
+    moving: MovingFrom | None = None
+
+    @property
+    def consumers(self) -> frozenset[str]:
+        """Every consumer the claim writes."""
+        if self.moving is None:
+            return frozenset((self.consumer,))
+        return frozenset((self.consumer, self.moving.migration))
+
+    def bodies(self, consumer_type: str) -> dict[str, dict[str, Any]]:
+        """The claim's entries of a ``POST /allocations``, by consumer."""
+        owner = {"project_id": self.project_id, "user_id": self.user_id}
+        body = self.request.claim_body() | owner
+        body["consumer_generation"] = None if self.moving is None else self.moving.generation
+        body["consumer_type"] = consumer_type
+        if self.group is not None:
+            body["server_group"] = self.group.body()
+        bodies = {self.consumer: body}
+        if self.moving is not None:
+            source = {rp: {"resources": dict(r)} for rp, r in self.moving.allocations.items()}
+            bodies[self.moving.migration] = owner | {
+                "allocations": source,
+                "consumer_generation": None,
+                "consumer_type": self.moving.consumer_type,
+            }
+        return bodies
 
 
 @dataclass(frozen=True)
@@ -118,15 +204,17 @@ class SchedulerPlacement:
         return CandidatesResponse.model_validate_json(response.content)
 
     async def claim(self, claim: NewClaim, *, consumer_type: str) -> ClaimOutcome:
-        body = _new_consumer(claim, consumer_type)
-        return await self._claim("PUT", f"/allocations/{claim.consumer}", body, 1)
+        bodies = claim.bodies(consumer_type)
+        if len(bodies) > 1:
+            return await self._claim("POST", "/allocations", bodies, 1)
+        return await self._claim("PUT", f"/allocations/{claim.consumer}", bodies[claim.consumer], 1)
 
     async def claim_together(
         self, claims: Sequence[NewClaim], *, consumer_type: str
     ) -> ClaimOutcome:
         """Claim for several new consumers in one ``POST /allocations``: Placement
         writes all of them or, with a 409, none."""
-        body = {claim.consumer: _new_consumer(claim, consumer_type) for claim in claims}
+        body = {c: b for claim in claims for c, b in claim.bodies(consumer_type).items()}
         return await self._claim("POST", "/allocations", body, len(claims))
 
     async def _claim(self, method: str, path: str, body: Any, claims: int) -> ClaimOutcome:
@@ -159,9 +247,34 @@ class SchedulerPlacement:
         body = await self.client.get("/resource_providers", params={"member_of": aggregate})
         return {rp["uuid"] for rp in body["resource_providers"]}
 
-    async def consumer_count(self, provider: str) -> int:
+    async def consumers_on(self, provider: str) -> set[str]:
+        """The consumers holding allocations on the provider (not its children)."""
         body = await self.client.get(f"/resource_providers/{provider}/allocations")
-        return len(body.get("allocations", {}))
+        return set(body.get("allocations", {}))
+
+    async def consumer(self, consumer: str) -> ConsumerRecord | None:
+        """What the consumer holds, with its owner and generation; None when nothing."""
+        body = await self.client.get(f"/allocations/{consumer}")
+        if not body.get("allocations"):
+            return None
+        return ConsumerRecord.model_validate(body)
+
+    async def server_group(self, group: str) -> ServerGroupRecord | None:
+        """The group's rule and where its members run, as Placement keeps them; None for
+        a group no claim named yet (or an API without server groups)."""
+        try:
+            body = await self.client.get(f"/server_groups/{group}")
+        except NotFound:
+            return None
+        return ServerGroupRecord.model_validate(body)
+
+    async def server_groups_of(self, consumer: str) -> list[ServerGroupRecord]:
+        """The groups the consumer is a member of (none from an API without them)."""
+        try:
+            body = await self.client.get("/server_groups", params={"member": consumer})
+        except NotFound:
+            return []
+        return [ServerGroupRecord.model_validate(g) for g in body.get("server_groups", [])]
 
     async def heartbeats(self) -> HeartbeatsAnswer | None:
         """Every host's last heartbeat; None when the API does not offer them (404)."""
@@ -191,12 +304,3 @@ class SchedulerPlacement:
 
     async def ping(self) -> bool:
         return await self.client.ping()
-
-
-def _new_consumer(claim: NewClaim, consumer_type: str) -> dict[str, Any]:
-    return claim.request.claim_body() | {
-        "project_id": claim.project_id,
-        "user_id": claim.user_id,
-        "consumer_generation": None,
-        "consumer_type": consumer_type,
-    }

@@ -6,8 +6,9 @@
   ``GET /resource_providers?member_of=<aggregate>`` per aggregate; the
   aggregate's configured availability zone and metadata then apply to its
   members;
-- consumer counts per host, only when an enabled plugin needs them:
-  ``GET /resource_providers/{uuid}/allocations`` per host, cached, and kept
+- consumer counts per host, only when an enabled plugin needs them: the
+  distinct consumers of ``GET /resource_providers/{uuid}/allocations`` of every
+  provider of the host's tree (its NUMA children too), cached, and kept
   current for the claims and releases this scheduler makes itself;
 - where consumers run: ``GET /allocations/{consumer}``, mapped to roots.
 
@@ -147,12 +148,19 @@ class ProviderDirectory:
         return self._members
 
     async def consumer_counts(self, hosts: list[str]) -> dict[str, int]:
+        """Distinct consumers with allocations anywhere in each host's tree."""
         stale = [h for h in hosts if h not in self._counts or self._stale(self._counts[h][1])]
-        fetched = await self._gather(self._client.consumer_count(h) for h in stale)
+        fetched = await self._gather(self._count_tree(h) for h in stale)
         now = self._clock()
         for host, count in zip(stale, fetched, strict=True):
             self._counts[host] = (count, now)
         return {h: self._counts[h][0] for h in hosts}
+
+    async def _count_tree(self, host: str) -> int:
+        records = await self.providers([host])
+        tree = [uuid for uuid, r in records.items() if r.root_provider_uuid == host] or [host]
+        found = await asyncio.gather(*(self._client.consumers_on(uuid) for uuid in tree))
+        return len(set().union(*found))
 
     def note_consumer(self, host: str, change: int) -> None:
         """Keep a cached count current for a claim (+1) or release (-1) made here."""

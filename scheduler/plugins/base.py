@@ -17,6 +17,18 @@ from typing import ClassVar
 from scheduler.placement.host_state import HostState, free_per_host
 from scheduler.plugins.cycle import Cycle
 
+# What plugins out of this tree import from here (docs/scheduler.md, "Writing a plugin").
+__all__ = [
+    "PASS",
+    "HostFilter",
+    "HostState",
+    "HostWeigher",
+    "SchedulingContext",
+    "Verdict",
+    "pass_noting",
+    "reject",
+]
+
 # The name plugins' verdicts and weights were annotated with, kept for plugins out
 # of this tree: the context they are given is the request's cycle.
 SchedulingContext = Cycle

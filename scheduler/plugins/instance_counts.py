@@ -1,6 +1,7 @@
 """Consumer counts per host, for the plugins that read ``host.num_instances``.
 
-Read from Placement through the directory (one read per host, cached there and
+Counted over each host's whole tree: a consumer on the root or any descendant
+counts once. Read from Placement through the directory (one read per provider, cached and
 kept current for this scheduler's own claims), once per list of candidate
 hosts however many plugins ask.
 """

@@ -44,8 +44,9 @@ class GroupPolicy(StrEnum):
 
 
 class ServerGroupHint(StrictModel):
-    """A server group. ``members`` are consumers already in the group that the
-    caller knows of; the scheduler adds the ones it placed itself."""
+    """A server group. Placement keeps its members (every claim names the group,
+    docs/server-groups.md); ``members`` adds consumers the caller knows of that
+    were placed without naming it."""
 
     uuid: UUID
     policy: GroupPolicy
@@ -123,6 +124,10 @@ class ScheduleRequest(StrictModel):
     hints: Hints = Field(default_factory=Hints)
     flavor: Flavor | None = None
     image_properties: ImageProperties | None = None
+    dry_run: bool = Field(
+        default=False,
+        description="Decide and explain as for real, but claim nothing.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -17,7 +17,8 @@ def _resources(allocations: dict[str, dict[str, int]]) -> str:
 
 
 def render_decision(console: Console, response: ScheduleResponse) -> None:
-    table = Table(title="Selections", show_lines=False)
+    title = "Selections (dry run: nothing was claimed)" if response.dry_run else "Selections"
+    table = Table(title=title, show_lines=False)
     for column in ("consumer", "host", "allocated", "alternates"):
         table.add_column(column)
     for selection in response.selections:
@@ -42,6 +43,8 @@ def render_explanation(console: Console, explanation: Explanation) -> None:
         )
         for finding in placement.diagnosis:
             console.print(f"  [yellow]-[/yellow] {finding}")
+        for term in placement.failing_terms:
+            console.print(f"  {term.hosts} host(s) fail {term.term}")
     for index, instance in enumerate(explanation.instances, start=1):
         console.print(f"\n[bold]Instance {index}[/bold] {instance.consumer_uuid}")
         _render_filters(console, instance)

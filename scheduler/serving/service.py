@@ -29,6 +29,8 @@ from scheduler.answers.results import (
     ErrorBody,
     FilterInfo,
     FiltersResponse,
+    MoveFinished,
+    MoveResponse,
     NoValidHostBody,
     ReleaseRequest,
     ReleaseResponse,
@@ -38,9 +40,11 @@ from scheduler.answers.results import (
 )
 from scheduler.deciding.engine import Scheduler
 from scheduler.deciding.errors import NoValidHostError, PlacementRejectedError
+from scheduler.deciding.moving import MoveError, Mover
 from scheduler.deciding.pipeline import Pipeline
 from scheduler.placement.client import SchedulerPlacement
-from scheduler.plugins import FILTERS, WEIGHERS
+from scheduler.plugins import FILTERS, WEIGHERS, external
+from scheduler.request.move import MoveRequest
 from scheduler.request.spec import ScheduleRequest
 from scheduler.serving.metrics import Metrics
 from scheduler.settings import SchedulerSettings, get_settings
@@ -72,7 +76,13 @@ def _metrics(request: Request) -> Metrics:
     return found
 
 
+def _mover(request: Request) -> Mover:
+    found: Mover = request.app.state.mover
+    return found
+
+
 SchedulerDep = Annotated[Scheduler, Depends(_scheduler)]
+MoverDep = Annotated[Mover, Depends(_mover)]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 
 
@@ -93,7 +103,8 @@ router = APIRouter()
 async def schedule(
     body: ScheduleRequest, scheduler: SchedulerDep, metrics: MetricsDep
 ) -> ScheduleResponse | JSONResponse:
-    """Choose a host for each instance, claim it, and explain the decision."""
+    """Choose a host for each instance, claim it, and explain the decision
+    (``dry_run``: decide and explain only; nothing is claimed)."""
     started = time.perf_counter()
     try:
         result = await scheduler.schedule(body)
@@ -106,10 +117,70 @@ async def schedule(
         return _error(409, NO_VALID_HOST, exc.message, explanation=explanation)
     finally:
         metrics.decision_seconds.observe(time.perf_counter() - started)
+    if result.dry_run:
+        metrics.decisions.labels("dry_run").inc()
+        return result
     metrics.decisions.labels("placed").inc()
     metrics.instances.inc(len(result.selections))
     _count_conflicts(metrics, result.explanation.instances)
     return result
+
+
+_MOVE_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "The request is invalid."},
+    404: {"model": ErrorBody, "description": "The consumer holds nothing, or has no move."},
+    502: {"model": ErrorBody, "description": "Placement answered unexpectedly."},
+    503: {"model": ErrorBody, "description": "Placement could not be reached."},
+}
+
+
+@router.post(
+    "/v1/move",
+    operation_id="move",
+    response_model=MoveResponse,
+    responses=_MOVE_ERRORS
+    | {
+        409: {
+            "model": NoValidHostBody,
+            "description": "No valid host (with explanation), or a move already in progress.",
+        }
+    },
+)
+async def move(
+    body: MoveRequest, mover: MoverDep, metrics: MetricsDep
+) -> MoveResponse | JSONResponse:
+    """Choose and claim a destination for an existing consumer; its source allocations
+    go to its migration consumer in the same write (docs/moves.md)."""
+    try:
+        result = await mover.move(body)
+    except NoValidHostError as exc:
+        metrics.decisions.labels("no_valid_host").inc()
+        explanation = exc.explanation.model_dump(mode="json")
+        return _error(409, NO_VALID_HOST, exc.message, explanation=explanation)
+    metrics.decisions.labels("moved").inc()
+    return result
+
+
+@router.post(
+    "/v1/move/{consumer_uuid}/confirm",
+    operation_id="confirm_move",
+    response_model=MoveFinished,
+    responses=_MOVE_ERRORS,
+)
+async def confirm_move(consumer_uuid: uuid.UUID, mover: MoverDep) -> MoveFinished:
+    """Finish the move: drop the source allocations the migration consumer holds."""
+    return await mover.confirm(str(consumer_uuid))
+
+
+@router.post(
+    "/v1/move/{consumer_uuid}/revert",
+    operation_id="revert_move",
+    response_model=MoveFinished,
+    responses=_MOVE_ERRORS | {409: {"model": ErrorBody, "description": "Placement refused."}},
+)
+async def revert_move(consumer_uuid: uuid.UUID, mover: MoverDep) -> MoveFinished:
+    """Undo the move: the consumer gets its source allocations back, in one write."""
+    return await mover.revert(str(consumer_uuid))
 
 
 @router.post("/v1/release", operation_id="release", response_model=ReleaseResponse)
@@ -134,7 +205,9 @@ async def filters(scheduler: SchedulerDep) -> FiltersResponse:
         )
         for i, f in enumerate(scheduler.pipeline.filters)
     ]
-    return FiltersResponse(enabled=enabled, available=sorted(FILTERS))
+    return FiltersResponse(
+        enabled=enabled, available=external.available(FILTERS, external.FILTER_GROUP)
+    )
 
 
 @router.get("/v1/weighers", operation_id="list_weighers", response_model=WeighersResponse)
@@ -150,7 +223,11 @@ async def weighers(scheduler: SchedulerDep) -> WeighersResponse:
         for i, w in enumerate(scheduler.pipeline.weighers)
     ]
     strategy = scheduler.settings.strategy
-    return WeighersResponse(strategy=strategy, enabled=enabled, available=sorted(WEIGHERS))
+    return WeighersResponse(
+        strategy=strategy,
+        enabled=enabled,
+        available=external.available(WEIGHERS, external.WEIGHER_GROUP),
+    )
 
 
 @router.get("/health", operation_id="health")
@@ -183,6 +260,7 @@ def create_app(
             )
         )
         app.state.scheduler = scheduler = Scheduler(settings, client, pipeline=pipeline)
+        app.state.mover = Mover(scheduler)
         await scheduler.start()
         try:
             yield
@@ -222,6 +300,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(UnsupportedExtraSpec)
     async def unsupported(request: Request, exc: UnsupportedExtraSpec) -> JSONResponse:
         return _error(400, INVALID_REQUEST, str(exc))
+
+    @app.exception_handler(MoveError)
+    async def cannot_move(request: Request, exc: MoveError) -> JSONResponse:
+        return _error(exc.status, exc.code, exc.detail)
 
     @app.exception_handler(PlacementRejectedError)
     async def rejected(request: Request, exc: PlacementRejectedError) -> JSONResponse:

@@ -12,10 +12,13 @@ import httpx
 from scheduler.answers.explain import Explanation
 from scheduler.answers.results import (
     FiltersResponse,
+    MoveFinished,
+    MoveResponse,
     ReleaseResponse,
     ScheduleResponse,
     WeighersResponse,
 )
+from scheduler.request.move import MoveRequest
 from scheduler.request.spec import ScheduleRequest
 from scheduler.settings import DEFAULT_PORT
 
@@ -71,6 +74,23 @@ class SchedulerClient:
                 Explanation.model_validate(payload["explanation"]),
             )
         return ScheduleResponse.model_validate(self._ok(response))
+
+    async def move(self, request: MoveRequest) -> MoveResponse:
+        """The destination claimed; raises ``NoValidHostError`` when nothing fits."""
+        body = request.model_dump(mode="json", exclude_none=True)
+        response = await self._http.post("/v1/move", json=body)
+        if response.status_code == 409 and "explanation" in response.json():
+            payload = response.json()
+            raise NoValidHostError(
+                payload["errors"][0]["detail"],
+                Explanation.model_validate(payload["explanation"]),
+            )
+        return MoveResponse.model_validate(self._ok(response))
+
+    async def finish_move(self, consumer: uuid.UUID | str, action: str) -> MoveFinished:
+        """``action`` "confirm" or "revert"."""
+        response = await self._http.post(f"/v1/move/{consumer}/{action}")
+        return MoveFinished.model_validate(self._ok(response))
 
     async def release(self, consumers: Iterable[uuid.UUID | str]) -> ReleaseResponse:
         body = {"consumer_uuids": [str(c) for c in consumers]}

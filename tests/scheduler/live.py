@@ -112,6 +112,15 @@ class Cloud:
             await self._ok("PUT", f"/resource_providers/{rp}/aggregates", 200, json=body)
         return str(rp)
 
+    async def child(self, name: str, parent: str, inventories: dict[str, int]) -> str:
+        """A child provider (a NUMA cell) of ``parent`` with these totals."""
+        created = {"name": name, "parent_provider_uuid": parent}
+        rp = str((await self._ok("POST", "/resource_providers", 200, json=created))["uuid"])
+        totals = {rc: {"total": total} for rc, total in inventories.items()}
+        body = {"resource_provider_generation": 0, "inventories": totals}
+        await self._ok("PUT", f"/resource_providers/{rp}/inventories", 200, json=body)
+        return rp
+
     async def allocations(self, consumer: str) -> dict[str, dict[str, int]]:
         found = await self._ok("GET", f"/allocations/{consumer}", 200)
         return {rp: entry["resources"] for rp, entry in found["allocations"].items()}
@@ -124,9 +133,14 @@ class Cloud:
         found = await self._ok("GET", f"/resource_providers/{rp}/inventories", 200)
         return dict(found["inventories"])
 
-    async def allocate(self, consumer: str, rp: str, resources: dict[str, int]) -> None:
+    async def allocate(
+        self, consumer: str, rp: str, resources: dict[str, int], *more: tuple[str, dict[str, int]]
+    ) -> None:
+        """The consumer's allocations: ``resources`` of ``rp``, and of any ``more`` providers."""
+        allocations = {rp: {"resources": resources}}
+        allocations |= {other: {"resources": amounts} for other, amounts in more}
         body = {
-            "allocations": {rp: {"resources": resources}},
+            "allocations": allocations,
             "project_id": "other",
             "user_id": "other",
             "consumer_generation": None,

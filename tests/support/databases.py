@@ -29,6 +29,8 @@ PG_ADMIN_URL = os.environ.get("PLACEMENT_TEST_PG_URL", "postgresql://postgres@12
 
 # Child tables first, so plain DELETEs satisfy the foreign keys.
 TABLES_IN_DELETE_ORDER = [
+    "server_group_members",
+    "server_groups",
     "allocations",
     "consumers",
     "users",

@@ -178,6 +178,8 @@ EXTENSION_RULE_NAMES = {
     "placement:capacity:hosts:read",
     "placement:resource_providers:heartbeat:update",
     "placement:heartbeats:list",
+    "placement:server_groups:show",
+    "placement:server_groups:list",
 }
 
 

@@ -20,6 +20,7 @@ from placement_api.auth.policies import (
     reshaper,
     resource_class,
     resource_provider,
+    server_group,
     trait,
     usage,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "reshaper",
     "resource_class",
     "resource_provider",
+    "server_group",
     "trait",
     "usage",
 ]
@@ -55,6 +57,7 @@ _MODULES = (
     change,
     capacity,
     heartbeat,
+    server_group,
 )
 
 

@@ -14,6 +14,7 @@ from placement_api.web.routers import (
     resource_classes,
     resource_providers,
     root,
+    server_groups,
     traits,
     usages,
 )
@@ -32,4 +33,5 @@ ROUTERS: list[APIRouter] = [
     changes.router,
     capacity.router,
     heartbeats.router,
+    server_groups.router,
 ]

@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from placement_api import errors
 from placement_api.auth.policies import allocation as policies
-from placement_api.domain import allocations, claims, providers
+from placement_api.domain import allocations, claims, providers, server_groups
 from placement_api.domain.allocations import ConsumerAllocations, ProviderAllocations
 from placement_api.domain.claims import normalize_uuid
 from placement_api.domain.consumers import UNKNOWN_CONSUMER_TYPE, ConsumerClaim
@@ -61,6 +61,34 @@ def to_claim(consumer_uuid: str, body: schemas.PutShape) -> ConsumerClaim:
         generation=getattr(body, "consumer_generation", None),
         check_generation=checks_generation,
     )
+
+
+def group_rules(
+    bodies: list[tuple[str, schemas.PutShape]],
+) -> dict[str, server_groups.GroupRule]:
+    """Consumer uuid -> the server group its claim names (the extension)."""
+    rules = {}
+    for uuid, body in bodies:
+        group = getattr(body, "server_group", None)
+        if group is not None:
+            rules[uuid] = server_groups.GroupRule(
+                normalize_uuid(group.uuid), group.policy, group.max_server_per_host
+            )
+    return rules
+
+
+async def write_claims(
+    db: DbDep,
+    batch: list[ConsumerClaim],
+    bodies: list[tuple[str, schemas.PutShape]],
+    failure: str,
+) -> None:
+    rules = group_rules(bodies)
+    async with db.write() as session:
+        if rules:
+            await server_groups.replace_allocations(session, batch, rules, failure=failure)
+        else:
+            await claims.replace_allocations(session, batch, failure=failure)
 
 
 def render_consumer(found: ConsumerAllocations | None, version: Version) -> dict[str, Any]:
@@ -131,10 +159,9 @@ async def replace_allocations(consumer_uuid: str, api: ApiDep, db: DbDep) -> Res
     write_limits.check_consumer_allocations(raw, api.settings)
     body = load_body(schemas.put_schema(api.version), raw)
     claim = to_claim(uuid, body)
-    async with db.write() as session:
-        await claims.replace_allocations(
-            session, [claim], failure=f"Unable to allocate inventory for consumer {uuid}"
-        )
+    await write_claims(
+        db, [claim], [(uuid, body)], f"Unable to allocate inventory for consumer {uuid}"
+    )
     return Response(status_code=204)
 
 
@@ -166,9 +193,12 @@ async def manage_allocations(api: ApiDep, db: DbDep) -> Response:
     raw = await api.body()
     write_limits.check_consumers(raw, api.settings)
     body = load_body(schemas.post_schema(api.version), raw)
-    batch = [to_claim(parse_consumer_uuid(uuid), consumer) for uuid, consumer in body.root.items()]
-    async with db.write() as session:
-        await claims.replace_allocations(session, batch, failure="Unable to allocate inventory")
+    # A list, not a dict: one consumer spelled two ways must reach the domain twice (400).
+    bodies: list[tuple[str, schemas.PutShape]] = [
+        (parse_consumer_uuid(uuid), consumer) for uuid, consumer in body.root.items()
+    ]
+    batch = [to_claim(uuid, consumer) for uuid, consumer in bodies]
+    await write_claims(db, batch, bodies, "Unable to allocate inventory")
     return Response(status_code=204)
 
 

@@ -7,13 +7,14 @@ with ``patternProperties`` the way Placement spells them.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, RootModel, WithJsonSchema
 
 from placement_api.web.schemas.common import (
     GENERATION_RANGE,
     MAX_BIGINT,
+    MAX_INT,
     NAMED_SUFFIX,
     RESOURCE_CLASS_PATTERN,
     RequestModel,
@@ -132,10 +133,26 @@ class ConsumerAllocations1_13(RequestModel):
     user_id: ExternalId
 
 
+class ServerGroupRef(RequestModel):
+    """An extension of this service (docs/server-groups.md): the write keeps the
+    rule of this server group, checked in its own transaction; the consumer
+    becomes a member. The group is created by the first claim naming it."""
+
+    uuid: Uuid
+    policy: Literal["affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity"]
+    max_server_per_host: Annotated[int, Field(ge=1, le=MAX_INT)] = 1
+
+
 class ConsumerAllocations1_28(ConsumerAllocations1_13):
-    """From 1.28 the consumer generation is required (null for a new consumer)."""
+    """From 1.28 the consumer generation is required (null for a new consumer).
+    ``server_group`` is this service's extension (any microversion from 1.28)."""
 
     consumer_generation: ConsumerGeneration
+    # Inlined: consumers' schemas are nested in keyed objects, where a $ref cannot resolve.
+    server_group: Annotated[
+        ServerGroupRef | None,
+        WithJsonSchema({"anyOf": [ServerGroupRef.model_json_schema(), {"type": "null"}]}),
+    ] = None
 
 
 class ConsumerAllocations1_34(ConsumerAllocations1_28):
@@ -234,3 +251,23 @@ class ProviderAllocationsView(ResponseModel):
 
     resource_provider_generation: int
     allocations: dict[str, ConsumerShare]
+
+
+class ServerGroupView(ResponseModel):
+    """GET /server_groups/{uuid} (an extension): the group's rule and its members,
+    each with the hosts (root provider uuids) it holds allocations on."""
+
+    uuid: str
+    policy: str
+    max_server_per_host: int
+    members: dict[str, list[str]]
+
+
+class ServerGroupsQuery(RequestModel):
+    """GET /server_groups (an extension): the groups ``member`` belongs to."""
+
+    member: Uuid
+
+
+class ServerGroupsView(ResponseModel):
+    server_groups: list[ServerGroupView]

@@ -1,5 +1,6 @@
 """At most ``max_instances_per_host`` consumers per host. A host's count is the
-number of consumers with allocations on its root provider, read from
+number of distinct consumers with allocations anywhere in its tree (the
+root and its descendants, NUMA cells included), read from
 Placement when the hosts are read (see ``instance_counts``)."""
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""An out-of-tree plugin package, installed by the plugin test."""

@@ -101,7 +101,21 @@ class Settings(BaseSettings):
         description="Shuffle candidates (trees, then providers) instead of ordering them.",
     )
     max_allocation_candidates: int = Field(
-        default=-1, description="Cap on candidates generated per request; -1 means no cap."
+        default=10_000,
+        description=(
+            "Most candidates GET /allocation_candidates generates for one request, whatever "
+            "its limit (upstream's option of the same name); -1: no cap, so a request of "
+            "many granular groups over wide trees may cost the worker gigabytes."
+        ),
+    )
+    candidates_slice_seconds: float = Field(
+        default=0.02,
+        gt=0,
+        le=1,
+        description=(
+            "Longest a candidates search computes before it lets the worker's other "
+            "requests run (and its own deadline cut it short)."
+        ),
     )
     max_json_depth: int = Field(
         default=32,

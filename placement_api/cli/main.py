@@ -15,7 +15,6 @@ import typer
 import uvicorn
 from rich.console import Console
 from rich.markup import escape
-from uvicorn.supervisors import Multiprocess
 
 from placement_api.auth.context import KEYSTONE, NOAUTH2
 from placement_api.cli import capacity as cli_capacity
@@ -34,6 +33,7 @@ from placement_api.services.capacity_sources import CapacityFileError, CapacityS
 from placement_api.serving.addresses import is_loopback
 from placement_api.serving.capabilities import protocol_gaps
 from placement_api.serving.http_protocol import PlacementHttpProtocol
+from placement_api.serving.supervisor import Supervisor
 from placement_api.serving.worker_sockets import reuse_port_socket, reuse_port_supported
 from placement_api.settings import Settings, get_settings
 
@@ -139,8 +139,8 @@ def serve(
 
             start_metrics_port(settings, settings.metrics_port)
         options = _uvicorn_options(settings, host, port, workers, log_level)
-        if workers > 1 and settings.worker_reuse_port and reuse_port_supported():
-            _serve_on_worker_sockets(uvicorn.Config(APP_FACTORY, **options))
+        if workers > 1:
+            _supervise(uvicorn.Config(APP_FACTORY, **options), settings.worker_reuse_port)
         else:
             uvicorn.run(APP_FACTORY, **options)
 
@@ -174,8 +174,12 @@ def _uvicorn_options(
     }
 
 
-def _serve_on_worker_sockets(config: uvicorn.Config) -> None:
-    """uvicorn's supervisor, each worker listening on its own socket (see worker_sockets)."""
+def _supervise(config: uvicorn.Config, reuse_port: bool) -> None:
+    """Several workers under ``serving.supervisor``, each listening on its own
+    socket when it can (see worker_sockets), else all on one."""
+    if not (reuse_port and reuse_port_supported()):
+        Supervisor(config, sockets=[config.bind_socket()]).run()
+        return
     try:
         sock = reuse_port_socket(config.host, config.port)
     except OSError as exc:
@@ -187,7 +191,7 @@ def _serve_on_worker_sockets(config: uvicorn.Config) -> None:
         config.port,
         config.workers,
     )
-    Multiprocess(config, sockets=[sock]).run()
+    Supervisor(config, sockets=[sock]).run()
 
 
 def _wait_for_database(url: str, timeout: float) -> None:

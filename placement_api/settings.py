@@ -283,6 +283,26 @@ class Settings(BaseSettings):
         "send none); the delay a waiting GET /changes may add, for a bounded cost under "
         "many writes.",
     )
+    changes_cache_size: int = Field(
+        default=10_000,
+        ge=1,
+        le=1_000_000,
+        description="How many of the newest changes each API worker keeps in memory: waiting "
+        "and streaming readers are served from them (one database read per change for all "
+        "of them); an older reader reads the database.",
+    )
+    changes_max_waiters: int = Field(
+        default=5_000,
+        ge=0,
+        description="Most GET /changes?wait=S long-polls one API worker holds at once; past "
+        "it a 503 with Retry-After.",
+    )
+    changes_max_streams: int = Field(
+        default=1_000,
+        ge=0,
+        description="Most GET /changes event streams one API worker holds at once; past it "
+        "a 503 with Retry-After.",
+    )
     metrics_enabled: bool = Field(
         default=False,
         description="Serve GET /metrics (Prometheus) on the API's own port, to callers "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
@@ -91,6 +91,12 @@ async def last_index(session: AsyncSession) -> int:
         select(ChangeFeedHead.last_index).where(ChangeFeedHead.id == HEAD_ID)
     )
     return int(found or 0)
+
+
+async def first_index(session: AsyncSession) -> int | None:
+    """The oldest index still held (None when the feed holds nothing)."""
+    found = await session.scalar(select(func.min(Change.feed_index)))
+    return None if found is None else int(found)
 
 
 def _render(row: Change) -> dict[str, Any]:

@@ -1,9 +1,11 @@
-"""The change feed's per-application machinery: waking readers, sequencing, pruning.
+"""The change feed's per-application machinery: reading, waking readers, pruning.
 
-One ``ChangeFeed`` per application, started and closed by its lifespan:
-``ChangeSignal`` wakes this process's waiting readers, ``_Notifier`` and
-``_Listener`` carry PostgreSQL's notifications between workers, and a
-background task sequences and prunes. docs/changes.md, "How it works", says why.
+One ``ChangeFeed`` per application, started and closed by its lifespan: its
+one reader keeps the feed's tail (``feed_tail``) current, sequencing first
+on PostgreSQL; ``ChangeSignal`` wakes this process's waiting readers, who
+are served from the tail; ``_Notifier`` and ``_Listener`` carry PostgreSQL's
+notifications between workers; a background task prunes. docs/changes.md,
+"How it works", says why.
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import URL
 
+from placement_api import errors
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, feed_index
 from placement_api.domain.feed_index import FeedPage
+from placement_api.services.feed_tail import FeedTail
 from placement_api.settings import Settings
 
 LOG = logging.getLogger(__name__)
 RECONNECT_DELAY = 1.0
+# Changes read per statement while the reader catches up.
+READ_BATCH = 1000
 
 
 class ChangeSignal:
@@ -126,15 +132,44 @@ class _Notifier:
             connection.terminate()
 
 
+class Slots:
+    """A count of things under way, up to ``most``."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.taken = 0
+
+    def take(self) -> bool:
+        if self.taken >= self.most:
+            return False
+        self.taken += 1
+        return True
+
+    def give_back(self) -> None:
+        self.taken -= 1
+
+
 class ChangeFeed:
+    """The feed as this worker serves it: one reader keeps ``tail`` current
+    (one database read per refresh, however many clients wait) and wakes
+    the waiting clients, who are served from it."""
+
     def __init__(self, settings: Settings, factory: SessionFactory, url: URL) -> None:
         self.settings = settings
         self.signal = ChangeSignal()
+        # No more than the feed retains: an older reader gets its 410 from the database.
+        self.tail = FeedTail(min(settings.changes_cache_size, settings.changes_retained))
+        # Long-polls and event streams under way in this worker.
+        self.long_polls = Slots(settings.changes_max_waiters)
+        self.streams = Slots(settings.changes_max_streams)
         self._factory = factory
         self._url = url
         self._postgresql = url.get_backend_name() == "postgresql"
         self._news = asyncio.Event()
         self._notifier: _Notifier | None = None
+        # A refresh is wanted; the callers waiting for the next one to end.
+        self._wanted = asyncio.Event()
+        self._asking: list[asyncio.Future[None]] = []
         self._waiting = 0
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -144,7 +179,8 @@ class ChangeFeed:
             self._notifier = _Notifier(dsn, self.settings.changes_notify_interval)
             self._start(_Listener(dsn, self._news).run(), "change-feed-listen")
             self._start(self._notifier.run(), "change-feed-notify")
-            self._start(self._sequence_on_news(), "change-feed-sequence")
+            self._start(self._refresh_on_news(), "change-feed-news")
+        self._start(self._read_forever(), "change-feed-read")
         self._start(self._prune_forever(), "change-feed-prune")
 
     def _start(self, work: Any, name: str) -> None:
@@ -160,25 +196,74 @@ class ChangeFeed:
         """A write of this process committed changes: wake whoever follows the feed."""
         if self._notifier is not None:
             self._notifier.wanted.set()
-        else:
-            self.signal.announce()
+        elif self._waiting:
+            self._wanted.set()
 
     async def _sequence(self) -> int:
         async with unit_of_work(self._factory, write=True) as session:
             return await feed_index.sequence(session)
 
-    async def _sequence_on_news(self) -> None:
-        # One run for all of this worker's readers, and none while nobody waits.
+    async def _refresh_on_news(self) -> None:
+        # Another worker's (or this one's) writes: worth a read while clients wait.
         while True:
             await self._news.wait()
             self._news.clear()
-            if not self._waiting:
+            if self._waiting:
+                self._wanted.set()
+
+    async def _read_forever(self) -> None:
+        """The worker's one reader: a refresh when asked (a request, news) and,
+        while clients wait, every ``changes_poll_interval`` anyway."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.changes_poll_interval):
+                    await self._wanted.wait()
+            if not self._wanted.is_set() and not self._waiting:
                 continue
+            self._wanted.clear()
+            asking, self._asking = self._asking, []
             try:
-                await self._sequence()
-            except Exception:
-                LOG.exception("change feed: sequencing failed; readers will poll")
+                await self._refresh()
+            except Exception as exc:
+                if not asking:
+                    LOG.warning("change feed: reading failed (%s); will read again", exc)
+                for caller in asking:
+                    if not caller.done():
+                        caller.set_exception(exc)
+            else:
+                for caller in asking:
+                    if not caller.done():
+                        caller.set_result(None)
             self.signal.announce()
+
+    async def _refresh(self) -> None:
+        """Bring ``tail`` up to the feed's last index (sequencing first, on PostgreSQL)."""
+        if self._postgresql:
+            index = await self._sequence()
+        else:
+            async with unit_of_work(self._factory, write=False) as session:
+                index = await feed_index.last_index(session)
+        tail = self.tail
+        held = tail.index
+        if held is None or not 0 <= index - held <= self.settings.changes_cache_size:
+            tail.restart(index)  # a first read, a restored database, or too far to catch up
+            return
+        try:
+            async with unit_of_work(self._factory, write=False) as session:
+                while held < index:
+                    held = tail.extend(await feed_index.read(session, held, READ_BATCH))
+                # A reader behind what pruning (any worker's, or by hand) left gets its 410.
+                tail.forget_before(await feed_index.first_index(session))
+        except errors.ChangesGone as gone:
+            tail.restart(gone.extra["index"])
+
+    async def fresh(self) -> None:
+        """Return once a refresh that began after this call has ended: what
+        committed before the call is in ``tail`` then (read your writes)."""
+        caller = asyncio.get_running_loop().create_future()
+        self._asking.append(caller)
+        self._wanted.set()
+        await caller
 
     async def prune(self) -> int:
         async with unit_of_work(self._factory, write=True) as session:
@@ -192,34 +277,32 @@ class ChangeFeed:
             except Exception:
                 LOG.exception("change feed: pruning failed; will try again")
 
-    async def _read(self, since: int | None, limit: int, *, sequence: bool) -> FeedPage:
-        if sequence and self._postgresql:
-            head = await self._sequence()
-            if since is None:
-                return FeedPage(head, [])
+    async def _page(self, since: int | None, limit: int) -> FeedPage:
+        """From ``tail``, or from the database for a reader older than it."""
+        page = self.tail.page(since, limit)
+        if page is not None:
+            return page
         async with unit_of_work(self._factory, write=False) as session:
             if since is None:
                 return FeedPage(await feed_index.last_index(session), [])
             return await feed_index.read(session, since, limit)
 
-    async def follow(self, since: int | None, limit: int, wait: float) -> FeedPage:
+    async def follow(self, since: int | None, limit: int, until: float) -> FeedPage:
         """The changes after ``since`` (none when it is None: just the latest
-        index). With nothing newer, wait up to ``wait`` seconds (at most
-        ``changes_max_wait``) for a change to commit."""
+        index). With nothing newer, wait until the loop's time ``until`` for a
+        change to commit; the page, empty or not, is returned then."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + min(wait, self.settings.changes_max_wait)
-        woken = False
+        # Counted from the start: a change committed from now on gets read for it.
         self._waiting += 1
         try:
+            await self.fresh()
             while True:
                 mark = self.signal.mark()
-                # After a wake-up this worker has just sequenced; otherwise sequence first.
-                page = await self._read(since, limit, sequence=not woken)
-                remaining = deadline - loop.time()
+                page = await self._page(since, limit)
+                remaining = until - loop.time()
                 if page.changes or remaining <= 0:
                     return page
                 since = page.index if since is None else since
-                await _wait(mark, min(remaining, self.settings.changes_poll_interval))
-                woken = mark.is_set()
+                await _wait(mark, remaining)
         finally:
             self._waiting -= 1

@@ -175,6 +175,14 @@ class Settings(BaseSettings):
         ge=1,
         description="Idle seconds after which a keep-alive connection is closed.",
     )
+    send_stall_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "Longest a client may leave the server's writes unread (its answer stalled "
+            "with 64 KiB buffered) before its connection is dropped."
+        ),
+    )
     request_timeout: float = Field(
         default=60.0,
         gt=0,

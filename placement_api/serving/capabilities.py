@@ -24,6 +24,8 @@ _METHODS = (
     "on_headers_complete",
     "on_message_complete",
     "on_response_complete",
+    "pause_writing",
+    "resume_writing",
     "_unset_keepalive_if_required",
     "_unsupported_upgrade_warning",
 )

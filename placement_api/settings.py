@@ -219,11 +219,12 @@ class Settings(BaseSettings):
     )
     # The database's own limits.
     database_statement_timeout: float = Field(
-        default=30.0,
+        default=10.0,
         gt=0,
         description=(
-            "Longest one SQL statement may run (PostgreSQL statement_timeout, and the "
-            "client-side wait for any answer); past it the request is a 503."
+            "Longest one SQL statement may run (PostgreSQL statement_timeout), and with 2 s "
+            "more the client-side wait for any answer: a frozen database server gives 503s "
+            "within it; past it the request is a 503."
         ),
     )
     database_lock_timeout: float = Field(

@@ -58,7 +58,7 @@ def write_queue(engine: AsyncEngine) -> WriteQueue | None:
 class DatabaseLimits:
     """How long the database may take: see the ``database_*`` settings."""
 
-    statement_timeout: float = 30.0
+    statement_timeout: float = 10.0
     lock_timeout: float = 10.0
     connect_timeout: float = 5.0
     pool_timeout: float = 10.0

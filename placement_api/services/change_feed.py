@@ -32,24 +32,50 @@ READ_BATCH = 1000
 
 
 class ChangeSignal:
-    """An event replaced at every announcement: waiting on a mark returns
-    once anything is announced after the mark was taken."""
+    """Wakes this worker's waiting readers at every announcement: waiting on
+    a mark returns once anything is announced after the mark was taken.
+
+    Thousands may wait: they are woken ``WAKE_BATCH`` per turn of the event
+    loop, so the worker's other requests run between batches instead of
+    queueing behind every answer.
+    """
+
+    WAKE_BATCH = 32
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self.generation = 0
+        # Insertion-ordered: woken first come, first served.
+        self._waiters: dict[asyncio.Future[None], None] = {}
 
-    def mark(self) -> asyncio.Event:
-        return self._event
+    def mark(self) -> int:
+        return self.generation
+
+    async def wait(self, mark: int, seconds: float) -> None:
+        """Until an announcement after ``mark``, or ``seconds``."""
+        if self.generation != mark:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters[waiter] = None
+        try:
+            async with asyncio.timeout(seconds):
+                await waiter
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters.pop(waiter, None)
 
     def announce(self) -> None:
-        fired, self._event = self._event, asyncio.Event()
-        fired.set()
+        self.generation += 1
+        waiters, self._waiters = list(self._waiters), {}
+        self._wake(waiters, 0)
 
-
-async def _wait(mark: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await mark.wait()
+    def _wake(self, waiters: list[asyncio.Future[None]], start: int) -> None:
+        end = start + self.WAKE_BATCH
+        for waiter in waiters[start:end]:
+            if not waiter.done():
+                waiter.set_result(None)
+        if end < len(waiters):
+            asyncio.get_running_loop().call_soon(self._wake, waiters, end)
 
 
 def _setter(event: asyncio.Event) -> Any:
@@ -303,6 +329,6 @@ class ChangeFeed:
                 if page.changes or remaining <= 0:
                     return page
                 since = page.index if since is None else since
-                await _wait(mark, remaining)
+                await self.signal.wait(mark, remaining)
         finally:
             self._waiting -= 1

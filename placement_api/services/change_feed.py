@@ -313,15 +313,21 @@ class ChangeFeed:
                 return FeedPage(await feed_index.last_index(session), [])
             return await feed_index.read(session, since, limit)
 
-    async def follow(self, since: int | None, limit: int, until: float) -> FeedPage:
+    async def follow(
+        self, since: int | None, limit: int, until: float, *, fresh: bool = True
+    ) -> FeedPage:
         """The changes after ``since`` (none when it is None: just the latest
         index). With nothing newer, wait until the loop's time ``until`` for a
-        change to commit; the page, empty or not, is returned then."""
+        change to commit; the page, empty or not, is returned then.
+
+        ``fresh``: first wait for a refresh that began after the call (read
+        your writes); an event stream already following needs none."""
         loop = asyncio.get_running_loop()
         # Counted from the start: a change committed from now on gets read for it.
         self._waiting += 1
         try:
-            await self.fresh()
+            if fresh:
+                await self.fresh()
             while True:
                 mark = self.signal.mark()
                 page = await self._page(since, limit)

@@ -11,17 +11,27 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from httpx import ASGITransport, AsyncClient
 from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.app import create_app
 from placement_api.settings import Settings
 from tests.api.changes_helpers import latest_index
+from tests.support import databases
 from tests.support.client import PlacementClient
 
 WATCHERS = 40
 # Only a wake-up, never the periodic re-read, may end a wait early.
 SLOW_POLL = {"changes_poll_interval": 60.0}
+
+
+@pytest.fixture(autouse=True)
+async def _emptied_afterwards(cleaner: AsyncEngine) -> AsyncIterator[None]:
+    # The apps here are made by hand: empty the shared database as ``api`` does.
+    yield
+    await databases.clean(cleaner)
 
 
 @asynccontextmanager

@@ -24,8 +24,9 @@ def test_a_stream_as_long_as_the_request_deadline_ends_whole_and_quietly(
     """With changes_max_wait at the request timeout, the deadline used to
     cut each stream: a broken chunked body and an ERROR per stream."""
     database = f"sqlite+aiosqlite:///{tmp_path / 'placement.sqlite'}"
-    limits = {"PLACEMENT_REQUEST_TIMEOUT": "3", "PLACEMENT_CHANGES_MAX_WAIT": "3"}
-    with live_server(database, **limits) as server:
+    with live_server(
+        database, PLACEMENT_REQUEST_TIMEOUT="3", PLACEMENT_CHANGES_MAX_WAIT="3"
+    ) as server:
         started = time.monotonic()
         with httpx.stream("GET", f"{server.url}/changes", headers=HEADERS, timeout=20) as stream:
             assert stream.status_code == 200

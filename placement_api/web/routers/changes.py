@@ -147,7 +147,8 @@ async def _events(feed: ChangeFeed, page: FeedPage, limit: int, until: float) ->
         if not page.changes:
             yield ": keep-alive\n\n"
         try:
-            page = await feed.follow(since, limit, min(until, loop.time() + KEEPALIVE_SECONDS))
+            wait_until = min(until, loop.time() + KEEPALIVE_SECONDS)
+            page = await feed.follow(since, limit, wait_until, fresh=False)
         except errors.ChangesGone as gone:
             yield _event("gone", {"index": gone.extra["index"], "detail": gone.detail})
             return

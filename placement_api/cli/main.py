@@ -15,6 +15,7 @@ import typer
 import uvicorn
 from rich.console import Console
 from rich.markup import escape
+from uvicorn.supervisors import Multiprocess
 
 from placement_api.auth.context import KEYSTONE, NOAUTH2
 from placement_api.cli import capacity as cli_capacity
@@ -31,7 +32,7 @@ from placement_api.observability.multiproc import multiprocess_directory, set_as
 from placement_api.operator import database
 from placement_api.services.capacity_sources import CapacityFileError, CapacitySources
 from placement_api.serving.addresses import is_loopback
-from placement_api.serving.capabilities import protocol_gaps
+from placement_api.serving.capabilities import protocol_gaps, supervisor_gaps
 from placement_api.serving.http_protocol import PlacementHttpProtocol
 from placement_api.serving.supervisor import Supervisor
 from placement_api.serving.worker_sockets import reuse_port_socket, reuse_port_supported
@@ -177,8 +178,9 @@ def _uvicorn_options(
 def _supervise(config: uvicorn.Config, reuse_port: bool) -> None:
     """Several workers under ``serving.supervisor``, each listening on its own
     socket when it can (see worker_sockets), else all on one."""
+    supervisor = _supervisor_class()
     if not (reuse_port and reuse_port_supported()):
-        Supervisor(config, sockets=[config.bind_socket()]).run()
+        supervisor(config, sockets=[config.bind_socket()]).run()
         return
     try:
         sock = reuse_port_socket(config.host, config.port)
@@ -191,7 +193,19 @@ def _supervise(config: uvicorn.Config, reuse_port: bool) -> None:
         config.port,
         config.workers,
     )
-    Supervisor(config, sockets=[sock]).run()
+    supervisor(config, sockets=[sock]).run()
+
+
+def _supervisor_class() -> type[Multiprocess]:
+    """Ours, or uvicorn's own when what ours relies on changed (one warning)."""
+    gaps = supervisor_gaps()
+    if not gaps:
+        return Supervisor
+    logging.getLogger(__name__).warning(
+        "%s; supervising with uvicorn's own (a dead worker may wait for another's health check)",
+        "; ".join(gaps),
+    )
+    return Multiprocess
 
 
 def _wait_for_database(url: str, timeout: float) -> None:

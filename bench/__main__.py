@@ -8,6 +8,7 @@
     python -m bench capacity        # capacity reports, 10,000 hosts x 5 flavors
     python -m bench heartbeats      # what 10,000 hosts' heartbeats cost the API and PostgreSQL
     python -m bench standby-reads   # the primary's CPU per read, alone and with a standby reading
+    python -m bench abuse --quick   # candidate explosions and thousands of feed watchers
 
 Each benchmark is a script of its own; this only runs them in order and
 stops at the first that fails.
@@ -42,6 +43,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "capacity": [str(HERE / "capacity_bench.py")],
     "heartbeats": [str(HERE / "heartbeat_bench.py")],
     "standby-reads": [str(HERE / "standby_reads_bench.py")],
+    "abuse": [str(HERE / "abuse_bench.py")],
 }
 
 

@@ -118,6 +118,8 @@ def ours_server(url: str, log: Path, workers: int = 1, tree: Path | None = None)
     run from it (``python -m`` looks in the working directory first) and with it
     first on the path (the workers too)."""
     env = dict(os.environ, PLACEMENT_DATABASE_URL=url, PLACEMENT_AUTH_STRATEGY="noauth2")
+    # Upstream caps no candidates by default: the "no limit" queries compare whole answers.
+    env.setdefault("PLACEMENT_MAX_ALLOCATION_CANDIDATES", "-1")
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
     command = [sys.executable, "-m", "placement_api", "serve", "--port", "{port}"]

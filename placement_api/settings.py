@@ -124,7 +124,21 @@ class Settings(BaseSettings):
         description="Shuffle candidates (trees, then providers) instead of ordering them.",
     )
     max_allocation_candidates: int = Field(
-        default=-1, description="Cap on candidates generated per request; -1 means no cap."
+        default=10_000,
+        description=(
+            "Most candidates GET /allocation_candidates generates for one request, whatever "
+            "its limit (upstream's option of the same name); -1: no cap, so a request of "
+            "many granular groups over wide trees may cost the worker gigabytes."
+        ),
+    )
+    candidates_slice_seconds: float = Field(
+        default=0.02,
+        gt=0,
+        le=1,
+        description=(
+            "Longest a candidates search computes before it lets the worker's other "
+            "requests run (and its own deadline cut it short)."
+        ),
     )
     max_json_depth: int = Field(
         default=32,
@@ -184,6 +198,14 @@ class Settings(BaseSettings):
         ge=1,
         description="Idle seconds after which a keep-alive connection is closed.",
     )
+    send_stall_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "Longest a client may leave the server's writes unread (its answer stalled "
+            "with 64 KiB buffered) before its connection is dropped."
+        ),
+    )
     request_timeout: float = Field(
         default=60.0,
         gt=0,
@@ -220,11 +242,12 @@ class Settings(BaseSettings):
     )
     # The database's own limits.
     database_statement_timeout: float = Field(
-        default=30.0,
+        default=10.0,
         gt=0,
         description=(
-            "Longest one SQL statement may run (PostgreSQL statement_timeout, and the "
-            "client-side wait for any answer); past it the request is a 503."
+            "Longest one SQL statement may run (PostgreSQL statement_timeout), and with 2 s "
+            "more the client-side wait for any answer: a frozen database server gives 503s "
+            "within it; past it the request is a 503."
         ),
     )
     database_lock_timeout: float = Field(
@@ -291,6 +314,26 @@ class Settings(BaseSettings):
         "worker tells the others that its writes recorded changes (the writes themselves "
         "send none); the delay a waiting GET /changes may add, for a bounded cost under "
         "many writes.",
+    )
+    changes_cache_size: int = Field(
+        default=10_000,
+        ge=1,
+        le=1_000_000,
+        description="How many of the newest changes each API worker keeps in memory: waiting "
+        "and streaming readers are served from them (one database read per change for all "
+        "of them); an older reader reads the database.",
+    )
+    changes_max_waiters: int = Field(
+        default=5_000,
+        ge=0,
+        description="Most GET /changes?wait=S long-polls one API worker holds at once; past "
+        "it a 503 with Retry-After.",
+    )
+    changes_max_streams: int = Field(
+        default=1_000,
+        ge=0,
+        description="Most GET /changes event streams one API worker holds at once; past it "
+        "a 503 with Retry-After.",
     )
     metrics_enabled: bool = Field(
         default=False,

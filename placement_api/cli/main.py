@@ -33,8 +33,9 @@ from placement_api.observability.multiproc import multiprocess_directory, set_as
 from placement_api.operator import database
 from placement_api.services.capacity_sources import CapacityFileError, CapacitySources
 from placement_api.serving.addresses import is_loopback
-from placement_api.serving.capabilities import protocol_gaps
+from placement_api.serving.capabilities import protocol_gaps, supervisor_gaps
 from placement_api.serving.http_protocol import PlacementHttpProtocol
+from placement_api.serving.supervisor import Supervisor
 from placement_api.serving.worker_sockets import reuse_port_socket, reuse_port_supported
 from placement_api.settings import Settings, get_settings
 from placement_client.environment import known_variables, warn_unknown_variables
@@ -155,8 +156,8 @@ def serve(
 
             start_metrics_port(settings, settings.metrics_port)
         options = _uvicorn_options(settings, host, port, workers, log_level.value)
-        if workers > 1 and settings.worker_reuse_port and reuse_port_supported():
-            _serve_on_worker_sockets(uvicorn.Config(APP_FACTORY, **options))
+        if workers > 1:
+            _supervise(uvicorn.Config(APP_FACTORY, **options), settings.worker_reuse_port)
         else:
             uvicorn.run(APP_FACTORY, **options)
 
@@ -190,8 +191,13 @@ def _uvicorn_options(
     }
 
 
-def _serve_on_worker_sockets(config: uvicorn.Config) -> None:
-    """uvicorn's supervisor, each worker listening on its own socket (see worker_sockets)."""
+def _supervise(config: uvicorn.Config, reuse_port: bool) -> None:
+    """Several workers under ``serving.supervisor``, each listening on its own
+    socket when it can (see worker_sockets), else all on one."""
+    supervisor = _supervisor_class()
+    if not (reuse_port and reuse_port_supported()):
+        supervisor(config, sockets=[config.bind_socket()]).run()
+        return
     try:
         sock = reuse_port_socket(config.host, config.port)
     except OSError as exc:
@@ -203,7 +209,19 @@ def _serve_on_worker_sockets(config: uvicorn.Config) -> None:
         config.port,
         config.workers,
     )
-    Multiprocess(config, sockets=[sock]).run()
+    supervisor(config, sockets=[sock]).run()
+
+
+def _supervisor_class() -> type[Multiprocess]:
+    """Ours, or uvicorn's own when what ours relies on changed (one warning)."""
+    gaps = supervisor_gaps()
+    if not gaps:
+        return Supervisor
+    logging.getLogger(__name__).warning(
+        "%s; supervising with uvicorn's own (a dead worker may wait for another's health check)",
+        "; ".join(gaps),
+    )
+    return Multiprocess
 
 
 def _wait_for_database(url: str, timeout: float) -> None:

@@ -57,7 +57,9 @@ def write_queue(engine: AsyncEngine) -> WriteQueue | None:
 
 @dataclass(frozen=True)
 class DatabaseLimits:
-    """How long the database may take: see the ``database_*`` settings."""
+    """How long the database may take: see the ``database_*`` settings (the
+    service's come from them; tools that migrate, import or audit a whole
+    database keep these longer defaults)."""
 
     statement_timeout: float = 30.0
     lock_timeout: float = 10.0

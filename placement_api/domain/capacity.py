@@ -19,6 +19,13 @@ from sqlalchemy import BigInteger, ColumnElement, and_, func, or_
 
 from placement_api.db.models import Inventory
 
+# The largest max_unit an inventory may have (a 32-bit column upstream, and
+# the API's bound): a larger amount breaks it whatever the inventory.
+LARGEST_UNIT = 2**31 - 1
+# Past this, a net change of usage could overflow the 64-bit ``used`` in SQL;
+# an inventory large enough to hold it cannot exist.
+LARGEST_CHANGE = 2**62
+
 
 @dataclass(frozen=True)
 class InventoryLimits:

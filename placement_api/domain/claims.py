@@ -17,7 +17,7 @@ from placement_api import errors
 from placement_api.domain import changes as feed
 from placement_api.domain import claim_changes, claim_names_sql, claim_sql
 from placement_api.domain import consumers as consumer_rows
-from placement_api.domain.capacity import fits, unit_violation
+from placement_api.domain.capacity import LARGEST_CHANGE, LARGEST_UNIT, fits, unit_violation
 from placement_api.domain.claim_plan import ClaimPlan, Row, Slot
 from placement_api.domain.claim_sql import InventorySlot
 from placement_api.domain.consumers import ConsumerClaim, ConsumerSet, LockedConsumer, Owners
@@ -200,6 +200,17 @@ def _check_units(wanted: list[Row], slots: dict[Slot, InventorySlot], namer: _Na
             raise namer.cannot_create(row.slot, "violate inventory constraints")
 
 
+def _check_ranges(wanted: list[Row], changes: dict[Slot, int], namer: _Namer) -> None:
+    """Refuse, before any SQL, the amounts and sums no inventory can hold, so
+    none reaches a 64-bit column's arithmetic (an overflow there is no 4xx)."""
+    for row in sorted(wanted, key=lambda r: (namer.providers[r.provider_id], r.class_id)):
+        if row.used > LARGEST_UNIT:
+            raise namer.cannot_create(row.slot, "violate inventory constraints")
+    for slot in sorted(changes, key=lambda s: (namer.providers.get(s[0], ""), s[1])):
+        if changes[slot] > LARGEST_CHANGE:
+            raise namer.cannot_create(slot, "exceed the capacity")
+
+
 def _usage_changes(held: Iterable[Row], wanted: Iterable[Row]) -> dict[Slot, int]:
     """Net change of usage per (provider, class) touched: what is wanted minus
     what was held (0 included: the change feed reports the usage of those too)."""
@@ -253,6 +264,7 @@ async def write(
     """
     wanted = plan.wanted()
     changes = _usage_changes(plan.held, wanted)
+    _check_ranges(wanted, changes, _Namer(plan))
     if plan.held:
         # The rows are the locked consumers'; only usage needs the providers locked.
         await claim_sql.DELETE_HELD.rows(session, consumer_ids=plan.consumers.ids())

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
@@ -133,6 +133,12 @@ async def head(session: AsyncSession) -> FeedHead:
     if found is None:
         return FeedHead(0, "")
     return FeedHead(int(found.last_index), str(found.epoch))
+
+
+async def first_index(session: AsyncSession) -> int | None:
+    """The oldest index still held (None when the feed holds nothing)."""
+    found = await session.scalar(select(func.min(Change.feed_index)))
+    return None if found is None else int(found)
 
 
 def _render(row: Change) -> dict[str, Any]:

@@ -1,9 +1,11 @@
-"""The change feed's per-application machinery: waking readers, sequencing, pruning.
+"""The change feed's per-application machinery: reading, waking readers, pruning.
 
-One ``ChangeFeed`` per application, started and closed by its lifespan:
-``ChangeSignal`` wakes this process's waiting readers, ``_Notifier`` and
-``Listener`` carry PostgreSQL's notifications between workers, and a
-background task sequences and prunes. docs/changes.md, "How it works", says why.
+One ``ChangeFeed`` per application, started and closed by its lifespan: its
+one reader keeps the feed's tail (``feed_tail``) current, sequencing first
+on a PostgreSQL primary; ``ChangeSignal`` wakes this process's waiting
+readers, who are served from the tail; ``_Notifier`` and ``Listener``
+carry PostgreSQL's notifications between workers; a background task
+prunes. docs/changes.md, "How it works", says why.
 """
 
 from __future__ import annotations
@@ -16,37 +18,67 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import URL
 
+from placement_api import errors
 from placement_api.db.direct_connect import connect_arguments
 from placement_api.db.outage import StandbyMemory, is_read_only, is_unavailable
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, feed_index
 from placement_api.domain.feed_index import FeedHead, FeedPage
+from placement_api.services.feed_tail import FeedTail
 from placement_api.settings import Settings
 
 LOG = logging.getLogger(__name__)
 # Between tries to LISTEN again: a new primary is followed within this.
 RECONNECT_DELAY = 0.25
+# Changes read per statement while the reader catches up.
+READ_BATCH = 1000
 
 
 class ChangeSignal:
-    """An event replaced at every announcement: waiting on a mark returns
-    once anything is announced after the mark was taken."""
+    """Wakes this worker's waiting readers at every announcement: waiting on
+    a mark returns once anything is announced after the mark was taken.
+
+    Thousands may wait: they are woken ``WAKE_BATCH`` per turn of the event
+    loop, so the worker's other requests run between batches instead of
+    queueing behind every answer.
+    """
+
+    WAKE_BATCH = 32
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self.generation = 0
+        # Insertion-ordered: woken first come, first served.
+        self._waiters: dict[asyncio.Future[None], None] = {}
 
-    def mark(self) -> asyncio.Event:
-        return self._event
+    def mark(self) -> int:
+        return self.generation
+
+    async def wait(self, mark: int, seconds: float) -> None:
+        """Until an announcement after ``mark``, or ``seconds``."""
+        if self.generation != mark:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters[waiter] = None
+        try:
+            async with asyncio.timeout(seconds):
+                await waiter
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters.pop(waiter, None)
 
     def announce(self) -> None:
-        fired, self._event = self._event, asyncio.Event()
-        fired.set()
+        self.generation += 1
+        waiters, self._waiters = list(self._waiters), {}
+        self._wake(waiters, 0)
 
-
-async def _wait(mark: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await mark.wait()
+    def _wake(self, waiters: list[asyncio.Future[None]], start: int) -> None:
+        end = start + self.WAKE_BATCH
+        for waiter in waiters[start:end]:
+            if not waiter.done():
+                waiter.set_result(None)
+        if end < len(waiters):
+            asyncio.get_running_loop().call_soon(self._wake, waiters, end)
 
 
 def _setter(event: asyncio.Event) -> Any:
@@ -168,15 +200,44 @@ class _Notifier:
             connection.terminate()
 
 
+class Slots:
+    """A count of things under way, up to ``most``."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.taken = 0
+
+    def take(self) -> bool:
+        if self.taken >= self.most:
+            return False
+        self.taken += 1
+        return True
+
+    def give_back(self) -> None:
+        self.taken -= 1
+
+
 class ChangeFeed:
+    """The feed as this worker serves it: one reader keeps ``tail`` current
+    (one database read per refresh, however many clients wait) and wakes
+    the waiting clients, who are served from it."""
+
     def __init__(self, settings: Settings, factory: SessionFactory, url: URL) -> None:
         self.settings = settings
         self.signal = ChangeSignal()
+        # No more than the feed retains: an older reader gets its 410 from the database.
+        self.tail = FeedTail(min(settings.changes_cache_size, settings.changes_retained))
+        # Long-polls and event streams under way in this worker.
+        self.long_polls = Slots(settings.changes_max_waiters)
+        self.streams = Slots(settings.changes_max_streams)
         self._factory = factory
         self._url = url
         self._postgresql = url.get_backend_name() == "postgresql"
         self._news = asyncio.Event()
         self._notifier: _Notifier | None = None
+        # A refresh is wanted; the callers waiting for the next one to end.
+        self._wanted = asyncio.Event()
+        self._asking: list[asyncio.Future[None]] = []
         self._waiting = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._standby = StandbyMemory()
@@ -187,7 +248,8 @@ class ChangeFeed:
             self._notifier = _Notifier(connect, self.settings.changes_notify_interval)
             self._start(Listener(connect, self._news).run(), "change-feed-listen")
             self._start(self._notifier.run(), "change-feed-notify")
-            self._start(self._sequence_on_news(), "change-feed-sequence")
+            self._start(self._refresh_on_news(), "change-feed-news")
+        self._start(self._read_forever(), "change-feed-read")
         self._start(self._prune_forever(), "change-feed-prune")
 
     def _start(self, work: Any, name: str) -> None:
@@ -203,28 +265,81 @@ class ChangeFeed:
         """A write of this process committed changes: wake whoever follows the feed."""
         if self._notifier is not None:
             self._notifier.wanted.set()
-        else:
-            self.signal.announce()
+        elif self._waiting:
+            self._wanted.set()
 
     async def _sequence(self) -> FeedHead:
         async with unit_of_work(self._factory, write=True) as session:
             return await feed_index.sequence(session)
 
-    async def _sequence_on_news(self) -> None:
-        # One run for all of this worker's readers, and none while nobody waits.
-        streak = _Streak("sequencing")
+    async def _refresh_on_news(self) -> None:
+        # Another worker's (or this one's) writes: worth a read while clients wait.
         while True:
             await self._news.wait()
             self._news.clear()
-            if not self._waiting or self._standby.now():
+            if self._waiting:
+                self._wanted.set()
+
+    async def _read_forever(self) -> None:
+        """The worker's one reader: a refresh when asked (a request, news) and,
+        while clients wait, every ``changes_poll_interval`` anyway."""
+        streak = _Streak("reading")
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.changes_poll_interval):
+                    await self._wanted.wait()
+            if not self._wanted.is_set() and not self._waiting:
                 continue
+            self._wanted.clear()
+            asking, self._asking = self._asking, []
             try:
-                await self._sequence()
-                streak.succeeded()
+                await self._refresh()
             except Exception as exc:
-                self._standby.learn(exc)
-                streak.failed(exc)
+                if not asking:
+                    streak.failed(exc)
+                for caller in asking:
+                    if not caller.done():
+                        caller.set_exception(exc)
+            else:
+                streak.succeeded()
+                for caller in asking:
+                    if not caller.done():
+                        caller.set_result(None)
             self.signal.announce()
+
+    async def _refresh(self) -> None:
+        """Bring ``tail`` up to the feed's head (sequencing first, on a PostgreSQL primary)."""
+        head = await self._sequenced_head()
+        if head is None:
+            async with unit_of_work(self._factory, write=False) as session:
+                head = await feed_index.head(session)
+        index = head.index
+        tail = self.tail
+        held = tail.index
+        if (
+            held is None
+            or tail.epoch != head.epoch
+            or not 0 <= index - held <= self.settings.changes_cache_size
+        ):
+            # A first read, a new epoch (failover), a restored database, or too far to catch up.
+            tail.restart(head)
+            return
+        try:
+            async with unit_of_work(self._factory, write=False) as session:
+                while held < index:
+                    held = tail.extend(await feed_index.read(session, held, READ_BATCH))
+                # A reader behind what pruning (any worker's, or by hand) left gets its 410.
+                tail.forget_before(await feed_index.first_index(session))
+        except errors.ChangesGone as gone:
+            tail.restart(FeedHead(gone.extra["index"], head.epoch))
+
+    async def fresh(self) -> None:
+        """Return once a refresh that began after this call has ended: what
+        committed before the call is in ``tail`` then (read your writes)."""
+        caller = asyncio.get_running_loop().create_future()
+        self._asking.append(caller)
+        self._wanted.set()
+        await caller
 
     async def prune(self) -> int:
         async with unit_of_work(self._factory, write=True) as session:
@@ -255,35 +370,39 @@ class ChangeFeed:
                 raise
             return None
 
-    async def _read(self, since: int | None, limit: int, *, sequence: bool) -> FeedPage:
-        if sequence:
-            head = await self._sequenced_head()
-            if head is not None and since is None:
-                return FeedPage(head.index, [], head.epoch)
+    async def _page(self, since: int | None, limit: int) -> FeedPage:
+        """From ``tail``, or from the database for a reader older than it."""
+        page = self.tail.page(since, limit)
+        if page is not None:
+            return page
         async with unit_of_work(self._factory, write=False) as session:
             if since is None:
                 top = await feed_index.head(session)
                 return FeedPage(top.index, [], top.epoch)
             return await feed_index.read(session, since, limit)
 
-    async def follow(self, since: int | None, limit: int, wait: float) -> FeedPage:
+    async def follow(
+        self, since: int | None, limit: int, until: float, *, fresh: bool = True
+    ) -> FeedPage:
         """The changes after ``since`` (none when it is None: just the latest
-        index). With nothing newer, wait up to ``wait`` seconds (at most
-        ``changes_max_wait``) for a change to commit."""
+        index). With nothing newer, wait until the loop's time ``until`` for a
+        change to commit; the page, empty or not, is returned then.
+
+        ``fresh``: first wait for a refresh that began after the call (read
+        your writes); an event stream already following needs none."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + min(wait, self.settings.changes_max_wait)
-        woken = False
+        # Counted from the start: a change committed from now on gets read for it.
         self._waiting += 1
         try:
+            if fresh:
+                await self.fresh()
             while True:
                 mark = self.signal.mark()
-                # After a wake-up this worker has just sequenced; otherwise sequence first.
-                page = await self._read(since, limit, sequence=not woken)
-                remaining = deadline - loop.time()
+                page = await self._page(since, limit)
+                remaining = until - loop.time()
                 if page.changes or remaining <= 0:
                     return page
                 since = page.index if since is None else since
-                await _wait(mark, min(remaining, self.settings.changes_poll_interval))
-                woken = mark.is_set()
+                await self.signal.wait(mark, remaining)
         finally:
             self._waiting -= 1

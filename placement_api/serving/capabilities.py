@@ -1,6 +1,6 @@
 """What ``PlacementHttpProtocol`` takes from uvicorn's ``HttpToolsProtocol``
-and httptools, checked before serving: each gap is one line naming the
-library and what changed."""
+and httptools, and ``Supervisor`` from uvicorn's ``Multiprocess``, checked
+before serving: each gap is one line naming the library and what changed."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from importlib import metadata
 
 import httptools
 from uvicorn.protocols.http import httptools_impl
+from uvicorn.supervisors import multiprocess
 
 from placement_api.serving.http_protocol import PlacementHttpProtocol
 
@@ -24,13 +25,15 @@ _METHODS = (
     "on_headers_complete",
     "on_message_complete",
     "on_response_complete",
+    "pause_writing",
+    "resume_writing",
     "_unset_keepalive_if_required",
     "_unsupported_upgrade_warning",
 )
 
 
-def _changed(library: str, change: str) -> str:
-    return f"{library} {metadata.version(library)} changed what {_USER} relies on: {change}"
+def _changed(library: str, change: str, user: str = _USER) -> str:
+    return f"{library} {metadata.version(library)} changed what {user} relies on: {change}"
 
 
 def _source(thing: object) -> str:
@@ -73,4 +76,23 @@ def protocol_gaps() -> list[str]:
             gaps.append(_changed("uvicorn", f"RequestResponseCycle no longer has {attribute}"))
     if not issubclass(httptools.HttpParserCallbackError, httptools.HttpParserError):
         gaps.append(_changed("httptools", "a callback's error is no longer an HttpParserError"))
+    return gaps
+
+
+def supervisor_gaps() -> list[str]:
+    """Why ``serving.supervisor.Supervisor`` cannot supervise; empty when it can."""
+    user = "placement_api.serving.supervisor.Supervisor"
+    gaps = []
+    needed = {
+        multiprocess.Multiprocess: ("keep_subprocess_alive", "run"),
+        multiprocess.Process: ("ping", "kill", "join", "start", "pid", "exitcode"),
+    }
+    for owner, names in needed.items():
+        for name in names:
+            if not hasattr(owner, name):
+                gaps.append(_changed("uvicorn", f"{owner.__name__}.{name} is gone", user))
+    setup = _source(multiprocess.Multiprocess.__init__) + _source(multiprocess.Process.__init__)
+    for attribute in ("self.processes", "self.sockets", "self.should_exit", "self.process"):
+        if attribute not in setup:
+            gaps.append(_changed("uvicorn", f"the supervisor no longer sets {attribute}", user))
     return gaps

@@ -12,6 +12,17 @@ hold the connection, and its request, forever. Here the headers must arrive
 within ``header_read_timeout`` and the body within ``body_read_timeout``,
 else the client gets a 408 and the connection is closed (a request under way
 is cancelled); headers past ``max_header_bytes`` get a 431.
+
+An answer sent before the request's body was read (a 401, a 403) leaves the
+rest of the body to come: it is read and dropped, up to ``max_body_bytes``,
+and the connection then serves the client's next request; past that the
+connection is closed, after a moment's draining so that the client, still
+sending, is not reset before it reads the answer.
+
+A client that stops reading its answer (its receive window full) holds at
+most the transport's write buffer (64 KiB); after ``send_stall_timeout``
+without progress the connection is dropped, and the request under way sees
+its client gone (an event stream ends quietly).
 """
 
 from __future__ import annotations
@@ -29,6 +40,10 @@ from placement_api.settings import get_settings
 _PARSER_DETAILS = {
     "content-length": "content-length header must be an integer",
 }
+
+# How long a connection closed with a body still arriving keeps reading it,
+# so that the client sees the answer before the close.
+LINGER_SECONDS = 2.0
 
 _REASONS = {
     400: "Bad Request",
@@ -59,7 +74,15 @@ class PlacementHttpProtocol(HttpToolsProtocol):
         self.header_read_timeout = settings.header_read_timeout
         self.body_read_timeout = settings.body_read_timeout
         self.max_header_bytes = settings.max_header_bytes
+        self.max_drain_bytes = settings.max_body_bytes
+        self.send_stall_timeout = settings.send_stall_timeout
         self._read_timer: asyncio.TimerHandle | None = None
+        self._stall_timer: asyncio.TimerHandle | None = None
+        # Between a request's headers and its body's end; the body bytes
+        # dropped since its answer went out; closing once past the bound.
+        self._in_body = False
+        self._dropped = 0
+        self._lingering = False
         # Between requests and while headers arrive: their bytes so far.
         self._reading_headers = True
         self._header_bytes = 0
@@ -71,10 +94,40 @@ class PlacementHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._stop_stall_timer()
         super().connection_lost(exc)
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._stall_timer is None:
+            self._stall_timer = self.loop.call_later(self.send_stall_timeout, self._stalled)
+
+    def resume_writing(self) -> None:
+        self._stop_stall_timer()
+        super().resume_writing()
+
+    def _stop_stall_timer(self) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _stalled(self) -> None:
+        self._stall_timer = None
+        self.logger.info(
+            "Client read nothing of its answer for %gs: connection dropped",
+            self.send_stall_timeout,
+        )
+        self.transport.abort()
+
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # the rest of a body being drained before the close
         self._unset_keepalive_if_required()
+        if self._in_body and self.cycle is not None and self.cycle.response_complete:
+            self._dropped += len(data)
+            if self._dropped > self.max_drain_bytes:
+                self._linger()
+                return
         if self._reading_headers:
             self._header_bytes += len(data)
         try:
@@ -109,17 +162,31 @@ class PlacementHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._reading_headers = False
+        self._in_body = True
+        self._dropped = 0
         self._header_bytes = 0
         self._arm(self.body_read_timeout)
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._disarm()
+        self._in_body = False
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        self._reading_headers = True
+        # Answered before its body ended: what still comes is that body, not headers.
+        self._reading_headers = not self._in_body
         super().on_response_complete()
+
+    def _linger(self) -> None:
+        """Close a connection whose answer went out while more body than we
+        drain still comes: stop writing, drop what arrives a moment longer
+        (closing on unread data would reset the connection), then close."""
+        self._lingering = True
+        self._disarm()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(LINGER_SECONDS, self.transport.close)
 
     def _count_header_bytes(self, count: int) -> None:
         # data_received counts what arrives before the headers end; this

@@ -115,6 +115,9 @@ class RequestLimitsMiddleware:
             await self._respond(scope, send, refusal)
             return
         exchange = _Exchange(receive, self.settings.max_body_bytes)
+        # When the deadline cuts the request: a wait may end in time to answer.
+        deadline = asyncio.get_running_loop().time() + self.settings.request_timeout
+        scope.setdefault("state", {})["deadline"] = deadline
         app_task = asyncio.ensure_future(self.app(scope, exchange.receive, exchange.watch(send)))
         exchange.app_task = app_task
         pump = asyncio.ensure_future(exchange.pump())

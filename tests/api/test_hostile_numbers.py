@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.api.allocation_helpers import consumer_body, new_uuid
 from tests.api.hostile import (
     Bad,
     Body,
@@ -58,7 +59,18 @@ INTEGERS = [
     # An amount no max_unit allows, but within the column: upstream's 409.
     Bad("PUT", "/allocations/{consumer}", "violate inventory constraints", status=409,
         json=lambda w: allocation(w, allocations={w.rp: {"resources": {"VCPU": HUGE - 1}}})),
+    # Amounts whose sum on one provider overflows 64 bits: refused before any SQL.
+    Bad("POST", "/allocations", "violate inventory constraints", status=409,
+        json=lambda w: _two_consumers(w, HUGE - 1)),
+    Bad("POST", "/allocations", "violate inventory constraints", status=409,
+        json=lambda w: _two_consumers(w, HUGE // 2 + 1)),
 ]  # fmt: skip
+
+
+def _two_consumers(world: World, amount: int) -> dict[str, Any]:
+    """Two new consumers, each asking ``amount`` VCPU of the world's provider."""
+    return {new_uuid(): consumer_body({world.rp: {"VCPU": amount}}) for _ in range(2)}
+
 
 QUERY_INTEGERS = [
     Bad("GET", f"/resource_providers?resources=VCPU:{HUGE}", "requires amount <= 2147483647"),
@@ -105,6 +117,8 @@ MAPPINGS_REFUSED: dict[str, Any] = {
     "not a uuid": {"a": ["not-a-uuid"]},
     "a key with a space": {"x y": []},
     "a key longer than a suffix": {"s" * 65: "x"},
+    # Upstream's schema wants at least one group: "{} should be non-empty".
+    "empty": {},
 }
 
 
@@ -140,8 +154,8 @@ async def test_hostile_numbers_are_refused_and_change_nothing(
 
 @pytest.mark.parametrize(
     "mappings",
-    [{}, {"": "anything"}, {"!!": 5}, {"a": [PROVIDER]}, {"1": [PROVIDER, PROVIDER]}],
-    ids=["empty", "empty key", "no suffix character", "one", "two"],
+    [{"": "anything"}, {"!!": 5}, {"a": [PROVIDER]}, {"1": [PROVIDER, PROVIDER]}],
+    ids=["empty key", "no suffix character", "one", "two"],
 )
 async def test_mappings_upstream_accepts_are_accepted_and_ignored(
     api: PlacementClient, mappings: dict[str, Any]

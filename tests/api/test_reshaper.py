@@ -149,3 +149,19 @@ async def test_unknown_provider_or_class_is_400(api: PlacementClient) -> None:
     assert unknown.status_code == 400
     assert "No such resource class CUSTOM_NOPE" in error(unknown)["detail"]
     assert (await api.post("/reshaper", json=body, version="1.29")).status_code == 404
+
+
+async def test_amounts_summing_past_64_bits_are_refused_before_any_sql(
+    api: PlacementClient, settings: Settings
+) -> None:
+    """Two consumers each moving 2**62 VCPU onto the child: their sum does
+    not fit PostgreSQL's bigint (a 500 before); refused as no max_unit allows."""
+    root, child, first, second = await _tree(api)
+    body = await _move_vcpu_to_child(api, root, child, first, second)
+    body["allocations"][first]["allocations"][child]["resources"]["VCPU"] = 2**62
+    body["allocations"][second]["allocations"][child]["resources"]["VCPU"] = 2**62
+    refused = await api.post("/reshaper", json=body)
+    assert refused.status_code == 409, refused.text
+    assert "violate inventory constraints" in error(refused)["detail"]
+    assert await usages(api, root) == {"VCPU": 6, "DISK_GB": 10}
+    assert await usage_drift(settings) == []

@@ -315,3 +315,24 @@ def test_serve_waits_for_a_database_that_is_not_up_yet(
         process.terminate()
         process.wait(timeout=30)
     assert response.status_code == 200
+
+
+def test_with_default_limits_a_frozen_database_is_a_503_within_the_documented_bound(
+    cluster: PrivateCluster, pairs: list[Pair]
+) -> None:
+    """Requests under way on a connection to a frozen server, and new ones,
+    are answered within ``database_statement_timeout`` + 2 s (12 s)."""
+    bound = 12.0
+    with live_server(cluster.url("placement")) as default_server:
+        url = f"{default_server.url}/resource_providers/{pairs[0].compute}/usages"
+        with httpx.Client(headers=HEADERS, timeout=bound + 8) as client:
+            assert client.get(url).status_code == 200  # a pooled connection, just used
+            cluster.freeze()
+            try:
+                started = time.monotonic()
+                answer = client.get(url)
+                took = time.monotonic() - started
+            finally:
+                cluster.thaw()
+    assert answer.status_code == 503, answer.text
+    assert took < bound + 1.0, took

@@ -205,3 +205,65 @@ def test_too_many_providers_in_one_consumers_allocations_get_a_413(server: LiveS
     )
     assert response.status_code == 413, response.text
     assert "6 resource providers" in response.json()["errors"][0]["detail"]
+
+
+def _one_response(sock: socket.socket) -> bytes:
+    """One whole response (with a Content-Length) read off the connection."""
+    raw = b""
+    while b"\r\n\r\n" not in raw:
+        raw += sock.recv(65536)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    length = int(next(
+        line.split(b":", 1)[1] for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    ))  # fmt: skip
+    while len(body) < length:
+        body += sock.recv(65536)
+    assert len(body) == length, raw[:300]
+    return head + b"\r\n\r\n" + body
+
+
+def _nothing_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether the server sends nothing (no stray answer) for ``seconds``."""
+    sock.settimeout(seconds)
+    try:
+        stray = sock.recv(65536)
+    except TimeoutError:
+        return True
+    finally:
+        sock.settimeout(10)
+    raise AssertionError(f"an answer nobody asked for: {stray[:100]!r}")
+
+
+def test_a_body_left_unread_by_an_early_answer_is_drained_and_the_connection_kept(
+    server: LiveServer,
+) -> None:
+    """A 401 goes out before the body is read; the rest of the body (more
+    than the header limit) was once taken for headers: a stray 431."""
+    body = b"x" * 60_000
+    with _connect(server) as sock:
+        sock.sendall(
+            b"POST /resource_providers HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+        )
+        assert _one_response(sock).startswith(b"HTTP/1.1 401")
+        sock.sendall(body)
+        assert _nothing_within(sock, 0.5)
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _one_response(sock).startswith(b"HTTP/1.1 200")
+
+
+def test_an_unbounded_body_after_an_early_answer_ends_in_a_close_not_a_reset(
+    server: LiveServer,
+) -> None:
+    with _connect(server) as sock:
+        sock.sendall(
+            b"POST /resource_providers HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        assert _one_response(sock).startswith(b"HTTP/1.1 401")
+        chunk = b"%x\r\n%s\r\n" % (16384, b"x" * 16384)
+        sent = _send_until_refused(sock, iter([chunk] * 12))  # past the drain bound
+        assert sent == 12 * len(chunk)
+        raw, _ = _read_until_closed(sock)
+    assert raw == b""  # an end, neither a second answer nor a reset

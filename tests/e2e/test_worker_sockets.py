@@ -7,6 +7,7 @@ Sockets are read from /proc (Linux, where SO_REUSEPORT spreads connections)."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -122,3 +123,38 @@ def test_a_busy_port_stops_serve_with_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _workers(server: LiveServer) -> list[int]:
+    """The worker pids, in the supervisor's order (the order they started)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        # After the name: state, parent, ...; field 22 (index 19) is the start time.
+        if int(stat[1]) == server.process.pid and b"spawn_main" in cmdline:
+            children.append((int(stat[19]), int(entry.name)))
+    return [pid for _, pid in sorted(children)]
+
+
+def test_a_dead_worker_is_replaced_while_another_does_not_answer(tmp_path: Path) -> None:
+    """uvicorn's supervisor waited for the frozen worker's health check
+    (30 s) before it looked at the dead one."""
+    database = f"sqlite+aiosqlite:///{tmp_path / 'placement.sqlite'}"
+    with live_server(database, workers=2) as server:
+        _listeners(server, 2)
+        frozen, killed = _workers(server)
+        os.kill(frozen, signal.SIGSTOP)
+        try:
+            os.kill(killed, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+            while len(set(_workers(server)) - {frozen, killed}) < 1:
+                assert time.monotonic() < deadline, "the dead worker was not replaced within 5 s"
+                time.sleep(0.1)
+        finally:
+            os.kill(frozen, signal.SIGCONT)

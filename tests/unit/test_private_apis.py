@@ -18,7 +18,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from placement_api.auth.fastpath.decision_memory import decision_memory_gaps
 from placement_api.db.capabilities import direct_driver_gaps
 from placement_api.db.driver import positional_sql
-from placement_api.serving.capabilities import protocol_gaps
+from placement_api.serving.capabilities import protocol_gaps, supervisor_gaps
 from placement_api.web.fastpath.capabilities import dispatch_gaps, route_plan_gaps
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "requirements.lock"
@@ -77,6 +77,10 @@ def test_positional_sql_puts_each_statements_own_values_in_place() -> None:
 
 def test_uvicorn_httptools_protocol_is_as_the_subclass_expects() -> None:
     assert protocol_gaps() == []
+
+
+def test_uvicorn_supervisor_is_as_ours_expects() -> None:
+    assert supervisor_gaps() == []
 
 
 def test_fastapi_and_starlette_give_what_the_fast_path_relies_on() -> None:

@@ -2,6 +2,10 @@
 a depth-first generator that checks every rule as soon as the slot that can
 break it is filled, so no doomed branch and nothing beyond ``limit`` is ever
 built. The rules: docs/candidates.md.
+
+The walk also yields ``None`` now and then (after each anchor, and every
+``TICK_STEPS`` steps that found nothing): a point where its caller may let
+other work run, however long the walk goes without a candidate.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from placement_api.domain.candidates.combinations import (
     Layouts,
     SearchRules,
 )
+
+# Steps of the walk (options tried) between two ticks.
+TICK_STEPS = 4096
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,7 @@ class _Walk:
             self.group_slots.setdefault(slot.suffix, []).append(index)
         self.ancestors: dict[int, frozenset[int]] = {}
 
-    def combinations(self, anchor: int) -> Iterable[Combination]:
+    def combinations(self, anchor: int) -> Iterable[Combination | None]:
         choices: list[Sequence[int]]
         if len(self.plan_options) == 1:
             choices = list(self.plan_options[0][anchor])
@@ -119,16 +126,22 @@ class _Walk:
             return self._only_choice(choices)
         return self._walk(choices)
 
-    def _walk(self, choices: list[Sequence[int]]) -> Iterator[Combination]:
+    def _walk(self, choices: list[Sequence[int]]) -> Iterator[Combination | None]:
         """Depth-first over the slots, with an explicit stack of option positions.
 
         A level whose position is past zero holds the provider it last took.
+        Every ``TICK_STEPS`` steps it yields None (a tick).
         """
         slots, chosen = self.slots, self.chosen
         last = len(slots) - 1
         next_option = [0] * len(slots)
         level = 0
+        steps = 0
         while level >= 0:
+            steps += 1
+            if steps == TICK_STEPS:
+                steps = 0
+                yield None
             slot, options, position = slots[level], choices[level], next_option[level]
             if position and slot.held:
                 self._release(slot, chosen[level])
@@ -262,7 +275,7 @@ def _decrement(counts: dict[int, int], key: int) -> None:
         counts[key] -= 1
 
 
-def search(
+def search_steps(
     plans: Sequence[GroupPlan],
     rules: SearchRules,
     anchors: Iterable[int],
@@ -270,22 +283,26 @@ def search(
     stop_after: int | None = None,
     shuffle: Callable[[list[int]], None] | None = None,
     seen: set[tuple[object, ...]] | None = None,
-) -> list[Candidate]:
-    """Distinct candidates, anchor by anchor, until ``stop_after`` are found.
+) -> Iterator[Candidate | None]:
+    """Distinct candidates, anchor by anchor, until ``stop_after`` are found,
+    with ticks (None) between them.
 
     Every plan must have options for every anchor given. ``shuffle``, when
     given, reorders each slot's providers (the caller shuffles the anchors).
     ``seen`` carries the keys of candidates already found by earlier calls.
     """
     if stop_after is not None and stop_after <= 0:
-        return []
+        return
     walk = _Walk(plans, rules, shuffle)
     build = Layouts([(slot.suffix, slot.amounts) for slot in walk.slots]).candidate
-    found: list[Candidate] = []
+    found = 0
     seen = set() if seen is None else seen
     sharing = rules.sharing
     for anchor in anchors:
         for chosen in walk.combinations(anchor):
+            if chosen is None:
+                yield None
+                continue
             candidate = build(chosen)
             # Only a candidate made of sharing providers alone can be reached
             # from several trees; any other belongs to its anchor's tree, so
@@ -296,7 +313,22 @@ def search(
                 if key in seen:
                     continue
                 seen.add(key)
-            found.append(candidate)
-            if stop_after is not None and len(found) >= stop_after:
-                return found
-    return found
+            yield candidate
+            found += 1
+            if stop_after is not None and found >= stop_after:
+                return
+        yield None
+
+
+def search(
+    plans: Sequence[GroupPlan],
+    rules: SearchRules,
+    anchors: Iterable[int],
+    *,
+    stop_after: int | None = None,
+    shuffle: Callable[[list[int]], None] | None = None,
+    seen: set[tuple[object, ...]] | None = None,
+) -> list[Candidate]:
+    """``search_steps``' candidates, all at once."""
+    steps = search_steps(plans, rules, anchors, stop_after=stop_after, shuffle=shuffle, seen=seen)
+    return [candidate for candidate in steps if candidate is not None]

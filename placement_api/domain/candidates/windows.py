@@ -13,7 +13,7 @@ from typing import NamedTuple, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from placement_api.domain.candidates import lookups, queries, windowing
+from placement_api.domain.candidates import lookups, pacing, queries, windowing
 from placement_api.domain.candidates.combinations import Candidate, SearchRules
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
 from placement_api.domain.candidates.options import SharingMap, TreeRule
@@ -28,7 +28,7 @@ from placement_api.domain.candidates.prefetch import Prefetch
 from placement_api.domain.candidates.prelude import Prelude
 from placement_api.domain.candidates.queries import RootList, RootWindow, RowScope, Window
 from placement_api.domain.candidates.request import CandidateRequest
-from placement_api.domain.candidates.search import search
+from placement_api.domain.candidates.search import search_steps
 from placement_api.domain.candidates.single_provider import single_provider_search
 from placement_api.domain.candidates.summary_rows import FilterKind
 
@@ -42,6 +42,8 @@ class SearchSettings:
     randomize: bool = False
     # Most candidates generated per request; negative means no cap.
     max_candidates: int = -1
+    # Longest the search computes before letting the worker's other work run.
+    slice_seconds: float = 0.02
     # What provider summaries report (by microversion).
     all_classes: bool = True
     with_traits: bool = True
@@ -234,7 +236,10 @@ class Finder:
         order = sorted(a for a in anchors if window is None or a in window)
         if self.shuffle is not None:
             self.shuffle(order)
-        return search(plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self._seen)
+        steps = search_steps(
+            plans, rules, order, stop_after=wanted, shuffle=self.shuffle, seen=self._seen
+        )
+        return await pacing.gather(steps, self.settings.slice_seconds)
 
     def _of_single_providers(
         self, rows: list[Rows], window: Window | None, wanted: int | None

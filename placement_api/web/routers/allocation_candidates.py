@@ -133,6 +133,7 @@ async def list_allocation_candidates(api: ApiDep, db: DbDep) -> Response:
     settings = SearchSettings(
         randomize=api.settings.randomize_allocation_candidates,
         max_candidates=api.settings.max_allocation_candidates,
+        slice_seconds=api.settings.candidates_slice_seconds,
         all_classes=api.version.has("summaries_all_classes"),
         with_traits=api.version.has("candidates_required"),
     )

@@ -28,7 +28,7 @@ UUID_KEY_PATTERN = r"^[0-9a-fA-F-]{36}$"
 CONSUMER_TYPE_PATTERN = r"^[A-Z0-9_]+$"
 # The keys of ``mappings`` checked, as upstream spells them: unanchored, so
 # any key holding a suffix character must map to provider uuids; other keys
-# (an empty one) are not checked at all.
+# (an empty one) are not checked at all. An empty object is refused.
 MAPPED_SUFFIX_PATTERN = NAMED_SUFFIX
 
 
@@ -63,6 +63,7 @@ Mappings = Annotated[
     WithJsonSchema(
         {
             "type": "object",
+            "minProperties": 1,
             "patternProperties": {
                 MAPPED_SUFFIX_PATTERN: {
                     "type": "array",

@@ -7,6 +7,7 @@
     python -m bench claims --quick  # PUT/POST /allocations, reads, the floor, the last-room race
     python -m bench capacity        # capacity reports, 10,000 hosts x 5 flavors
     python -m bench heartbeats      # what 10,000 hosts' heartbeats cost the API and PostgreSQL
+    python -m bench scale --quick   # candidates at 1,000 to 100,000 hosts, memory, size, claims
 
 Each benchmark is a script of its own; this only runs them in order and
 stops at the first that fails.
@@ -40,6 +41,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "claims": [str(HERE / "claims_bench.py")],
     "capacity": [str(HERE / "capacity_bench.py")],
     "heartbeats": [str(HERE / "heartbeat_bench.py")],
+    "scale": [str(HERE / "scale_bench.py")],
 }
 
 

@@ -106,12 +106,31 @@ class QueryResult:
     path: str
     ours: Timing
     upstream: Timing | None
+    # Ours as shipped (access log on), beside ``ours`` at --log-level warning.
+    defaults: Timing | None = None
 
     @property
     def ratio(self) -> float | None:
         if self.upstream is None or self.upstream.p50 is None or not self.ours.p50:
             return None
         return self.upstream.p50 / self.ours.p50
+
+    @property
+    def defaults_ratio(self) -> float | None:
+        if self.defaults is None or self.defaults.p50 is None or not self.ours.p50:
+            return None
+        return self.defaults.p50 / self.ours.p50
+
+
+@dataclass(frozen=True)
+class SizeFacts:
+    """What one variant and size cost besides time: the API worker's
+    resident memory once its queries ran, and the database's size."""
+
+    variant: str
+    hosts: int
+    api_rss_mb: float
+    database_mb: float
 
 
 class Series:
@@ -206,16 +225,23 @@ class Options:
     block_s: float
     budget_s: float
     upstream: bool
+    defaults: bool
     upstream_timeout: int
+    keep_databases: bool
+    unlimited_up_to: int
     admin_dsn: str
     out_dir: Path
 
 
 def run_size(
-    options: Options, variant: str, hosts: int, upstream_bin: Path | None
+    options: Options,
+    variant: str,
+    hosts: int,
+    upstream_bin: Path | None,
+    facts: list[SizeFacts] | None = None,
 ) -> list[QueryResult]:
     """Both servers up at once on the same data, each query timed on one,
-    then the other."""
+    then the other. ``facts``: where to add the size's ``SizeFacts``."""
     dataset = data.generate(hosts, nested=variant == "nested")
     work = options.out_dir / f"candidates-{variant}-{hosts}"
     work.mkdir(parents=True, exist_ok=True)
@@ -223,30 +249,47 @@ def run_size(
         f"bench_ac_ours_{variant}_{hosts}",
         f"bench_ac_upstream_{variant}_{hosts}",
     )
-    url = servers.prepare_ours(options.admin_dsn, ours_db)
-    asyncio.run(data.load(servers.server_dsn(options.admin_dsn, ours_db), dataset, data.OURS))
-    plan = queries(variant, dataset)
+    ours_kept = _kept(options, ours_db, dataset)
+    url = servers.prepare_ours(options.admin_dsn, ours_db, keep=ours_kept)
+    if not ours_kept:
+        asyncio.run(data.load(servers.server_dsn(options.admin_dsn, ours_db), dataset, data.OURS))
+    plan = [
+        query
+        for query in queries(variant, dataset)
+        if "limit=" in query.path or hosts <= options.unlimited_up_to
+    ]
     results: list[QueryResult] = []
     timeout = options.upstream_timeout
     with ExitStack() as stack:
         ours_url = stack.enter_context(servers.ours_server(url, work / "ours.log"))
+        defaults_url = None
+        if options.defaults:
+            defaults_url = stack.enter_context(
+                servers.ours_server(url, work / "ours-defaults.log", log_level=None)
+            )
         upstream_url = None
         if upstream_bin is not None:
             config = work / "upstream-config"
-            servers.prepare_upstream(upstream_bin, options.admin_dsn, upstream_db, config)
+            upstream_kept = _kept(options, upstream_db, dataset)
+            servers.prepare_upstream(
+                upstream_bin, options.admin_dsn, upstream_db, config, keep=upstream_kept
+            )
             upstream_url = stack.enter_context(
                 servers.upstream_server(
                     upstream_bin, config, work / "upstream.log", request_timeout=timeout
                 )
             )
-            asyncio.run(
-                data.load(
-                    servers.server_dsn(options.admin_dsn, upstream_db), dataset, data.UPSTREAM
+            if not upstream_kept:
+                asyncio.run(
+                    data.load(
+                        servers.server_dsn(options.admin_dsn, upstream_db), dataset, data.UPSTREAM
+                    )
                 )
-            )
         per_block = -(-options.reps // options.rounds)
         for query in plan:
             clients = [("ours", stack.enter_context(_client(ours_url, 120)))]
+            if defaults_url is not None:
+                clients.append(("defaults", stack.enter_context(_client(defaults_url, 120))))
             if upstream_url is not None:
                 upstream_client = _client(upstream_url, timeout + 10)
                 clients.append(("upstream", stack.enter_context(upstream_client)))
@@ -263,16 +306,39 @@ def run_size(
             ]
             ours = series[0]
             measure(series, options.rounds)
-            upstream = series[1].timing if len(series) > 1 else None
+            timings = {one.timing.server: one.timing for one in series}
             results.append(
-                QueryResult(variant, hosts, query.name, query.path, ours.timing, upstream)
+                QueryResult(
+                    variant,
+                    hosts,
+                    query.name,
+                    query.path,
+                    ours.timing,
+                    timings.get("upstream"),
+                    timings.get("defaults"),
+                )
             )
             for one in series:
                 print(f"  {one.timing.server:8s} {query.name:45s} {_fmt(one.timing)}", flush=True)
-    if upstream_bin is not None:
-        asyncio.run(servers.drop_database(options.admin_dsn, upstream_db))
-    asyncio.run(servers.drop_database(options.admin_dsn, ours_db))
+        if facts is not None:
+            rss = servers.largest_rss_bytes(servers.server_pids(ours_url))
+            size = asyncio.run(servers.database_bytes(options.admin_dsn, ours_db))
+            facts.append(SizeFacts(variant, hosts, rss / 2**20, size / 2**20))
+    if not options.keep_databases:
+        if upstream_bin is not None:
+            asyncio.run(servers.drop_database(options.admin_dsn, upstream_db))
+        asyncio.run(servers.drop_database(options.admin_dsn, ours_db))
     return results
+
+
+def _kept(options: Options, database: str, dataset: data.Dataset) -> bool:
+    """Whether ``database`` is kept from an earlier run with the same data
+    (``--keep-databases``): loading 100,000 hosts takes minutes. Only the
+    provider count is checked, and data.generate is seeded."""
+    if not options.keep_databases:
+        return False
+    count = asyncio.run(servers.provider_count(options.admin_dsn, database))
+    return bool(count == len(dataset.providers))
 
 
 def _fmt(timing: Timing) -> str:
@@ -290,15 +356,18 @@ def _cell(value: float | None, error: str | None = None, suffix: str = "") -> st
 def markdown(results: list[QueryResult], upstream_version: str | None) -> str:
     lines = [
         "| variant | N | query | ours p50 ms | ours p95 ms | upstream p50 ms | upstream p95 ms "
-        "| upstream/ours (p50) | candidates (ours/upstream) | requests timed (ours/upstream) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| upstream/ours (p50) | defaults p50 ms | defaults/ours (p50) "
+        "| candidates (ours/upstream) | requests timed (ours/upstream) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        up = r.upstream
+        up, shipped = r.upstream, r.defaults
         lines.append(
             f"| {r.variant} | {r.hosts} | {r.query} | {_cell(r.ours.p50, r.ours.error)} "
             f"| {_cell(r.ours.p95)} | {_cell(up.p50 if up else None, up.error if up else None)} "
             f"| {_cell(up.p95 if up else None)} | {_cell(r.ratio, suffix='x')} "
+            f"| {_cell(shipped.p50 if shipped else None, shipped.error if shipped else None)} "
+            f"| {_cell(r.defaults_ratio, suffix='x')} "
             f"| {r.ours.candidates}/{up.candidates if up else '-'} "
             f"| {len(r.ours.samples_ms)}/{len(up.samples_ms) if up else '-'} |"
         )
@@ -330,7 +399,24 @@ def parse_args() -> Options:
     )
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per query and server")
     parser.add_argument("--no-upstream", dest="upstream", action="store_false")
+    parser.add_argument(
+        "--no-defaults",
+        dest="defaults",
+        action="store_false",
+        help="leave out ours as shipped (access log on), timed beside ours at --log-level warning",
+    )
     parser.add_argument("--upstream-timeout", type=int, default=120, help="seconds per request")
+    parser.add_argument(
+        "--keep-databases",
+        action="store_true",
+        help="keep the loaded databases after the run, and reuse those an earlier such run kept",
+    )
+    parser.add_argument(
+        "--unlimited-up-to",
+        type=int,
+        default=10_000,
+        help="queries without a limit only up to this many hosts (100,000 hosts' take seconds)",
+    )
     servers.add_pg_url_option(parser)
     parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
     args = parser.parse_args()
@@ -344,7 +430,10 @@ def parse_args() -> Options:
         block_s=args.block_s,
         budget_s=args.budget,
         upstream=args.upstream,
+        defaults=args.defaults,
         upstream_timeout=args.upstream_timeout,
+        keep_databases=args.keep_databases,
+        unlimited_up_to=args.unlimited_up_to,
         admin_dsn=args.pg_url,
         out_dir=args.out_dir,
     )
@@ -366,7 +455,10 @@ def main() -> None:
     report = markdown(results, version)
     (options.out_dir / f"candidates-{stamp}.md").write_text(report)
     (options.out_dir / f"candidates-{stamp}.json").write_text(
-        json.dumps([asdict(r) | {"ratio": r.ratio} for r in results], indent=2)
+        json.dumps(
+            [asdict(r) | {"ratio": r.ratio, "defaults_ratio": r.defaults_ratio} for r in results],
+            indent=2,
+        )
     )
     print(report)
 

@@ -83,6 +83,9 @@ class RootList:
 
 # Windows of root ids up to this size read inventory provider by provider.
 FENCED_WINDOW = 4096
+# Windows of root ids this wide or wider are planned as they are, not read
+# through their providers materialised first (hundreds of thousands of ids).
+WIDE_WINDOW = 65536
 
 # Which rows a group statement reads: every tree (None), the trees of a
 # window of root ids or of a list of roots, or only sharing providers (which
@@ -147,6 +150,12 @@ def root_id() -> ColumnElement[int]:
     return func.coalesce(ResourceProvider.root_provider_id, ResourceProvider.id)
 
 
+def root_of(provider: IdColumn) -> ColumnElement[int | None]:
+    """The root of ``provider``, looked up row by row: a join would have the
+    planner merge with every provider up to the last one read."""
+    return select(root_id()).where(ResourceProvider.id == provider).scalar_subquery()
+
+
 def _tree_has_trait(any_of: frozenset[int], root: IdColumn) -> ColumnElement[bool]:
     """Some provider of the tree has one of the traits."""
     return root.in_(
@@ -189,6 +198,11 @@ def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool, dialect: st
         return statement
     if fenced:
         return statement.where(scope_condition(scope, dialect))
+    if isinstance(scope, RootWindow) and scope.last - scope.first >= WIDE_WINDOW:
+        # The rest of the trees at once (nothing found so far, a rare class):
+        # with the bounds in its text the planner sees how many providers
+        # they hold, and finds a rare class through its index.
+        return statement.where(scope_condition(scope, dialect, bounds_in_text=True))
     chosen = select(ResourceProvider.id).where(scope_condition(scope, dialect, bounds_in_text=True))
     providers = chosen.cte("scope_providers").prefix_with("MATERIALIZED")
     return statement.join(providers, providers.c[0] == ResourceProvider.id)
@@ -300,7 +314,7 @@ def unsuffixed_statement(
 
 def _fenced(dialect: str, scope: RowScope, narrow: bool) -> bool:
     """Read inventory provider by provider on PostgreSQL (SQLite has no
-    LATERAL) for lists of roots and small windows, and for full reads where
+    LATERAL) for lists of roots, small windows and sharing providers, and for full reads where
     the group's own trait or aggregate filters leave few providers: then a
     few thousand index probes beat a scan of every inventory row. For
     everything else the planner's own choice is better: a rare class is found
@@ -308,7 +322,9 @@ def _fenced(dialect: str, scope: RowScope, narrow: bool) -> bool:
     if isinstance(scope, RootWindow):
         fits = scope.last - scope.first < FENCED_WINDOW
     else:
-        fits = isinstance(scope, RootList) or (scope is None and narrow)
+        # The sharing providers are few: probed, not joined to a class's
+        # every inventory row.
+        fits = isinstance(scope, RootList) or scope == "sharing" or (scope is None and narrow)
     return fits and dialect == "postgresql"
 
 
@@ -332,7 +348,7 @@ def _statement(
 
 def _scope_key(scope: RowScope) -> object:
     if isinstance(scope, RootWindow):
-        return "window"
+        return "wide window" if scope.last - scope.first >= WIDE_WINDOW else "window"
     return "list" if isinstance(scope, RootList) else scope
 
 

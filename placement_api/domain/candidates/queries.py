@@ -25,6 +25,7 @@ from sqlalchemy import (
     Integer,
     Select,
     and_,
+    any_,
     bindparam,
     func,
     or_,
@@ -177,6 +178,11 @@ def scope_condition(
     if scope is None:
         return true()
     if scope == "sharing":
+        if dialect == "postgresql":
+            # As an array computed first: the planner then expects a few ids
+            # and probes them, where for IN it guesses thousands and scans
+            # every provider.
+            return ResourceProvider.id == any_(func.array(sharing_ids().scalar_subquery()))
         return ResourceProvider.id.in_(sharing_ids())
     if isinstance(scope, RootList):
         return in_bound_list(ResourceProvider.root_provider_id, "window_roots", dialect)

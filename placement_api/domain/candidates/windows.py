@@ -254,13 +254,19 @@ class Finder:
 
     async def _complete_traits(self, providers: Iterable[int]) -> None:
         """Which of the traits the prelude cut at its cap ``providers`` have,
-        in ``_provider_traits`` before a search reads them there. Pages of
-        their holders tell for every provider up to the pages' place."""
+        in ``_provider_traits`` before a search reads them there."""
         partial = self._holders.partial
         unknown = set(providers) - self._traits_known
         self._traits_known |= unknown
         pages = self._pages
-        if pages is not None and pages.kind == "trait" and partial <= pages.ids:
+        # One trait's pages list each holder once: every holder up to their
+        # place has been read, so a provider there not among them lacks it.
+        if (
+            pages is not None
+            and pages.kind == "trait"
+            and len(partial) == 1
+            and partial == pages.ids
+        ):
             self._add_traits(pages.take_held())
             unknown = {provider for provider in unknown if provider > pages.after}
         if unknown:

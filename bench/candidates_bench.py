@@ -58,6 +58,10 @@ def queries(variant: str, dataset: data.Dataset) -> list[Query]:
             ),
             Query("flat + member_of, limit 1000", f"{ac}{FLAVOR}&member_of={aggregate}&limit=1000"),
             Query(
+                "flat + member_of + !CUSTOM_GPU, limit 1000",
+                f"{ac}{FLAVOR}&member_of={aggregate}&required=!CUSTOM_GPU&limit=1000",
+            ),
+            Query(
                 "flat big flavor + CUSTOM_GPU, limit 1000",
                 f"{ac}resources=VCPU:16,MEMORY_MB:65536,DISK_GB:500&required=CUSTOM_GPU&limit=1000",
             ),
@@ -65,6 +69,7 @@ def queries(variant: str, dataset: data.Dataset) -> list[Query]:
         ]
     return [
         Query("nested + shared disk, limit 1000", f"{ac}{FLAVOR}&limit=1000"),
+        Query("nested + member_of, limit 1000", f"{ac}{FLAVOR}&member_of={aggregate}&limit=1000"),
         Query(
             "nested NUMA group + disk group, limit 1000",
             f"{ac}resources_NUMA=VCPU:2,MEMORY_MB:4096&resources_DISK=DISK_GB:40"

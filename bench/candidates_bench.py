@@ -238,15 +238,21 @@ class Options:
     out_dir: Path
 
 
-def run_size(
-    options: Options,
-    variant: str,
-    hosts: int,
-    upstream_bin: Path | None,
-    facts: list[SizeFacts] | None = None,
-) -> list[QueryResult]:
-    """Both servers up at once on the same data, each query timed on one,
-    then the other. ``facts``: where to add the size's ``SizeFacts``."""
+@dataclass
+class Served:
+    """One size's servers, up: base URL by server name ("ours", "defaults",
+    "upstream"), and the queries asked of them."""
+
+    hosts: int
+    plan: list[Query]
+    urls: dict[str, str]
+    databases: list[str]
+
+
+def _serve(
+    options: Options, variant: str, hosts: int, upstream_bin: Path | None, stack: ExitStack
+) -> Served:
+    """Load (or keep) the size's databases and start its servers on ``stack``."""
     dataset = data.generate(hosts, nested=variant == "nested")
     work = options.out_dir / f"candidates-{variant}-{hosts}"
     work.mkdir(parents=True, exist_ok=True)
@@ -263,76 +269,111 @@ def run_size(
         for query in queries(variant, dataset)
         if "limit=" in query.path or hosts <= options.unlimited_up_to
     ]
+    served = Served(hosts, plan, {}, [ours_db])
+    served.urls["ours"] = stack.enter_context(servers.ours_server(url, work / "ours.log"))
+    if options.defaults:
+        served.urls["defaults"] = stack.enter_context(
+            servers.ours_server(url, work / "ours-defaults.log", log_level=None)
+        )
+    if upstream_bin is not None:
+        config = work / "upstream-config"
+        upstream_kept = _kept(options, upstream_db, dataset)
+        servers.prepare_upstream(
+            upstream_bin, options.admin_dsn, upstream_db, config, keep=upstream_kept
+        )
+        served.databases.append(upstream_db)
+        served.urls["upstream"] = stack.enter_context(
+            servers.upstream_server(
+                upstream_bin,
+                config,
+                work / "upstream.log",
+                request_timeout=options.upstream_timeout,
+            )
+        )
+        if not upstream_kept:
+            upstream_dsn = servers.server_dsn(options.admin_dsn, upstream_db)
+            asyncio.run(data.load(upstream_dsn, dataset, data.UPSTREAM))
+    return served
+
+
+def run_sizes(
+    options: Options,
+    variant: str,
+    sizes: list[int],
+    upstream_bin: Path | None,
+    facts: list[SizeFacts] | None = None,
+    upstream_up_to: int | None = None,
+) -> list[QueryResult]:
+    """Every size's servers up at once (upstream's only up to
+    ``upstream_up_to`` hosts), each query timed on each in turn, so that the
+    machine's drift weighs on every size and server alike. ``facts``: where
+    to add each size's ``SizeFacts``."""
     results: list[QueryResult] = []
-    timeout = options.upstream_timeout
+    per_block = -(-options.reps // options.rounds)
     with ExitStack() as stack:
-        ours_url = stack.enter_context(servers.ours_server(url, work / "ours.log"))
-        defaults_url = None
-        if options.defaults:
-            defaults_url = stack.enter_context(
-                servers.ours_server(url, work / "ours-defaults.log", log_level=None)
+        everything = [
+            _serve(
+                options,
+                variant,
+                hosts,
+                upstream_bin if upstream_up_to is None or hosts <= upstream_up_to else None,
+                stack,
             )
-        upstream_url = None
-        if upstream_bin is not None:
-            config = work / "upstream-config"
-            upstream_kept = _kept(options, upstream_db, dataset)
-            servers.prepare_upstream(
-                upstream_bin, options.admin_dsn, upstream_db, config, keep=upstream_kept
-            )
-            upstream_url = stack.enter_context(
-                servers.upstream_server(
-                    upstream_bin, config, work / "upstream.log", request_timeout=timeout
-                )
-            )
-            if not upstream_kept:
-                asyncio.run(
-                    data.load(
-                        servers.server_dsn(options.admin_dsn, upstream_db), dataset, data.UPSTREAM
+            for hosts in sizes
+        ]
+        names = list(dict.fromkeys(query.name for one in everything for query in one.plan))
+        for name in names:
+            turns: list[tuple[Served, Query, list[Series]]] = []
+            for one in everything:
+                query = next((q for q in one.plan if q.name == name), None)
+                if query is None:
+                    continue
+                series = [
+                    Series(
+                        stack.enter_context(
+                            _client(
+                                url, options.upstream_timeout + 10 if server == "upstream" else 120
+                            )
+                        ),
+                        server,
+                        query.path,
+                        per_block=per_block,
+                        block_s=options.block_s,
+                        budget_s=options.budget_s,
+                    )
+                    for server, url in one.urls.items()
+                ]
+                turns.append((one, query, series))
+            measure([one for _, _, series in turns for one in series], options.rounds)
+            for one, query, series in turns:
+                timings = {s.timing.server: s.timing for s in series}
+                results.append(
+                    QueryResult(
+                        variant,
+                        one.hosts,
+                        query.name,
+                        query.path,
+                        timings["ours"],
+                        timings.get("upstream"),
+                        timings.get("defaults"),
                     )
                 )
-        per_block = -(-options.reps // options.rounds)
-        for query in plan:
-            clients = [("ours", stack.enter_context(_client(ours_url, 120)))]
-            if defaults_url is not None:
-                clients.append(("defaults", stack.enter_context(_client(defaults_url, 120))))
-            if upstream_url is not None:
-                upstream_client = _client(upstream_url, timeout + 10)
-                clients.append(("upstream", stack.enter_context(upstream_client)))
-            series = [
-                Series(
-                    client,
-                    server,
-                    query.path,
-                    per_block=per_block,
-                    block_s=options.block_s,
-                    budget_s=options.budget_s,
-                )
-                for server, client in clients
-            ]
-            ours = series[0]
-            measure(series, options.rounds)
-            timings = {one.timing.server: one.timing for one in series}
-            results.append(
-                QueryResult(
-                    variant,
-                    hosts,
-                    query.name,
-                    query.path,
-                    ours.timing,
-                    timings.get("upstream"),
-                    timings.get("defaults"),
-                )
-            )
-            for one in series:
-                print(f"  {one.timing.server:8s} {query.name:45s} {_fmt(one.timing)}", flush=True)
-        if facts is not None:
-            rss = servers.largest_rss_bytes(servers.server_pids(ours_url))
-            size = asyncio.run(servers.database_bytes(options.admin_dsn, ours_db))
-            facts.append(SizeFacts(variant, hosts, rss / 2**20, size / 2**20))
+                for s in series:
+                    print(
+                        f"  N={one.hosts:<7} {s.timing.server:8s} {query.name:45s} "
+                        f"{_fmt(s.timing)}",
+                        flush=True,
+                    )
+        for one in everything:
+            if facts is None:
+                break
+            rss = servers.largest_rss_bytes(servers.server_pids(one.urls["ours"]))
+            size = asyncio.run(servers.database_bytes(options.admin_dsn, one.databases[0]))
+            facts.append(SizeFacts(variant, one.hosts, rss / 2**20, size / 2**20))
     if not options.keep_databases:
-        if upstream_bin is not None:
-            asyncio.run(servers.drop_database(options.admin_dsn, upstream_db))
-        asyncio.run(servers.drop_database(options.admin_dsn, ours_db))
+        for one in everything:
+            for database in one.databases:
+                asyncio.run(servers.drop_database(options.admin_dsn, database))
     return results
 
 
@@ -455,7 +496,7 @@ def main() -> None:
     for hosts in options.sizes:
         for variant in options.variants:
             print(f"{variant}, N={hosts}", flush=True)
-            results += run_size(options, variant, hosts, upstream_bin)
+            results += run_sizes(options, variant, [hosts], upstream_bin)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report = markdown(results, version)
     (options.out_dir / f"candidates-{stamp}.md").write_text(report)

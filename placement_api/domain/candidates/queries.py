@@ -27,6 +27,7 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
+    exists,
     func,
     or_,
     select,
@@ -116,6 +117,23 @@ def _in_aggregates(column: IdColumn, aggregate_ids: Iterable[int]) -> ColumnElem
     )
 
 
+def _without_traits(column: IdColumn, trait_ids: Iterable[int]) -> ColumnElement[bool]:
+    """None of the traits. ``NOT EXISTS``, not ``NOT IN``: PostgreSQL must
+    answer ``NOT IN`` from a hash of every holder, where an anti-join may
+    probe the few providers a window holds."""
+    return ~exists().where(
+        ProviderTrait.resource_provider_id == column, ProviderTrait.trait_id.in_(trait_ids)
+    )
+
+
+def _outside_aggregates(column: IdColumn, aggregate_ids: Iterable[int]) -> ColumnElement[bool]:
+    """In none of the aggregates (``NOT EXISTS``, as ``_without_traits``)."""
+    return ~exists().where(
+        ProviderAggregate.resource_provider_id == column,
+        ProviderAggregate.aggregate_id.in_(aggregate_ids),
+    )
+
+
 def _has_all(column: IdColumn, groups: Sequence[frozenset[int]]) -> ColumnElement[bool]:
     return and_(true(), *(_with_traits(column, ids) for ids in groups))
 
@@ -128,7 +146,7 @@ def root_rule(request: ResolvedRequest, root: IdColumn) -> ColumnElement[bool]:
     """``root_required``: the tree's root has these traits and lacks those."""
     conditions = [_with_traits(root, [trait]) for trait in sorted(request.root_required)]
     if request.root_forbidden:
-        conditions.append(~_with_traits(root, request.root_forbidden))
+        conditions.append(_without_traits(root, request.root_forbidden))
     return and_(true(), *conditions)
 
 
@@ -246,9 +264,9 @@ def _provider_filters(
     provider, root = ResourceProvider.id, ResourceProvider.root_provider_id
     conditions: list[ColumnElement[bool]] = []
     if group.forbidden:
-        conditions.append(~_with_traits(provider, group.forbidden))
+        conditions.append(_without_traits(provider, group.forbidden))
     if group.forbidden_aggregates:
-        conditions.append(~_in_aggregates(provider, group.forbidden_aggregates))
+        conditions.append(_outside_aggregates(provider, group.forbidden_aggregates))
     if group.tree_root is not None:
         conditions.append(root == group.tree_root)
     if request.root_required or request.root_forbidden:
@@ -301,7 +319,7 @@ def unsuffixed_statement(
             or_(_member_of_all(provider, group.member_of), _member_of_all(root, group.member_of))
         )
     if group.forbidden_aggregates:
-        banned = ~_in_aggregates(root, group.forbidden_aggregates)
+        banned = _outside_aggregates(root, group.forbidden_aggregates)
         conditions.append(_tree_level(banned, provider, scope))
     for any_of in tree_traits:
         conditions.append(_tree_level(_tree_has_trait(any_of, root), provider, scope))

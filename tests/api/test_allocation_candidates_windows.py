@@ -131,3 +131,13 @@ async def test_trees_taken_page_by_page_give_the_full_answer(
         assert len(limited) == min(limit, len(full))
         assert len({str(c) for c in limited}) == len(limited)
         assert all(c in full for c in limited)
+
+
+async def test_a_limit_of_nineteen_digits_is_every_candidate(
+    api: PlacementClient, spread: TreeBuilder
+) -> None:
+    # Counted up to what the limit makes few: never past what SQL takes.
+    path = f"/allocation_candidates?resources=VCPU:1,DISK_GB:10&member_of={spread.aggregate('a')}"
+    full = candidates(spread, await get_ok(api, path))
+    limited = candidates(spread, await get_ok(api, f"{path}&limit=9999999999999999999"))
+    assert sorted(map(str, limited)) == sorted(map(str, full))

@@ -213,7 +213,8 @@ class Finder:
                     self.session,
                     trait_sets,
                     aggregate_sets,
-                    up_to=policy.few_per_candidate * stop_after,
+                    # A limit may be up to 19 digits; a count stops far below.
+                    up_to=min(policy.few_per_candidate * stop_after, MemberPages.LARGEST_PAGE - 1),
                 )
                 few_filter = _few_filter(policy, stop_after, trait_sets, aggregate_sets, members)
                 if few_filter is not None:
@@ -422,7 +423,9 @@ class Finder:
         elif few_filter is not None:
             # The trees of the providers the filter leaves, one candidate each.
             assert wanted is not None
-            await self.prefetch.start_first_trees(*few_filter, wanted)
+            # A limit may be up to 19 digits; SQL takes an int4 there.
+            most = min(wanted, MemberPages.LARGEST_PAGE)
+            await self.prefetch.start_first_trees(*few_filter, most)
         else:
             await self.prefetch.start(self.anchors)
 

@@ -59,6 +59,8 @@ async def spread(
         "resources=VCPU:1&required=HW_CPU_X86_AVX2",
         "resources=VCPU:1&required=HW_CPU_X86_AVX2,!HW_CPU_X86_SSE",
         "resources=VCPU:1,DISK_GB:10&member_of={a}",
+        "resources=DISK_GB:10&member_of={a}",
+        "resources1=VCPU:1&member_of1={a}&resources2=DISK_GB:10&member_of2={a}&group_policy=none",
         "resources1=VCPU:1&resources2=DISK_GB:10&group_policy=isolate",
         "resources1=VCPU:1&resources2=VCPU:1&resources3=DISK_GB:10&group_policy=none",
     ],

@@ -208,7 +208,22 @@ class Finder:
             self._pages = self._tree_trait_pages()
         trait_sets, aggregate_sets = self._filter_sets()
         if self._pages is None and (trait_sets or aggregate_sets):
-            if self.all_sharing:
+            native_traits, native_aggregates = await self._native_filter_sets()
+            if native_traits or native_aggregates:
+                # A group no sharing provider can serve alone needs a provider
+                # of the tree's own that passes its filters: the trees of the
+                # narrowest such filter's members, page by page, are all there
+                # is to read.
+                members = await lookups.member_counts(
+                    self.session,
+                    native_traits,
+                    native_aggregates,
+                    up_to=policy.start(stop_after).size,
+                )
+                self._pages = _narrowest_pages(
+                    self.session, native_traits, native_aggregates, members
+                )
+            else:
                 members = await lookups.member_counts(
                     self.session,
                     trait_sets,
@@ -219,17 +234,31 @@ class Finder:
                 few_filter = _few_filter(policy, stop_after, trait_sets, aggregate_sets, members)
                 if few_filter is not None:
                     return await self._in_window(None, self.stop_after, few_filter)
-            else:
-                # Without sharing providers a tree can only serve the filtered
-                # group with a provider of its own: the trees of the narrowest
-                # filter's members, page by page, are all there is to read.
-                members = await lookups.member_counts(
-                    self.session, trait_sets, aggregate_sets, up_to=policy.start(stop_after).size
-                )
-                self._pages = _narrowest_pages(self.session, trait_sets, aggregate_sets, members)
         if self._pages is not None:
             return await self._windowed(self._pages, policy, stop_after)
         return await self._windowed(partial(_tree_range, *self.roots), policy, stop_after)
+
+    async def _native_filter_sets(self) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
+        """The trait and aggregate sets (as ``_filter_sets``) of the groups
+        no sharing provider can serve alone: a suffixed group no sharing
+        provider meets, the unsuffixed group when they lack one of its
+        classes. Every candidate's tree holds a member of each."""
+        trait_sets: list[frozenset[int]] = []
+        aggregate_sets: list[frozenset[int]] = []
+        for group in self.resolved.groups:
+            if not (group.member_of or (group.granular and group.required)):
+                continue
+            if self.all_sharing:
+                shared = await self._group_rows(group, "sharing", None)
+                if group.granular and shared:
+                    continue
+                offered = {row[2] for row in cast(list[tuple[int, int, int]], shared)}
+                if not group.granular and group.amounts.keys() <= offered:
+                    continue
+            if group.granular:
+                trait_sets += group.required
+            aggregate_sets += group.member_of
+        return trait_sets, aggregate_sets
 
     def _filter_sets(self) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
         """The trait sets of the granular groups and every group's aggregate

@@ -10,9 +10,15 @@ turns (both are up at once, so that the machine's drift over a run weighs
 on both alike), and p50/p95 latencies are reported with the ratio
 upstream/ours.
 
+Ours is also served as shipped ("defaults": ``info``, an access log line
+per request) and timed beside it (``--no-defaults`` leaves it out).
+``--keep-databases`` keeps the loaded databases and reuses them next time
+(100,000 hosts take a minute or two to load).
+
     python bench/candidates_bench.py                 # N=1000 and 10,000, both variants
     python bench/candidates_bench.py --quick         # N=1000, 5 requests per query
     python bench/candidates_bench.py --no-upstream --sizes 200 --reps 5 --rounds 1
+    python bench/candidates_bench.py --no-upstream --sizes 100000 --keep-databases
 
 Results: var/bench/candidates-<time>.json and .md (and printed).
 """

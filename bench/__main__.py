@@ -9,6 +9,7 @@
     python -m bench heartbeats      # what 10,000 hosts' heartbeats cost the API and PostgreSQL
     python -m bench standby-reads   # the primary's CPU per read, alone and with a standby reading
     python -m bench abuse --quick   # candidate explosions and thousands of feed watchers
+    python -m bench scale --quick   # candidates at 1,000 to 100,000 hosts, memory, size, claims
 
 Each benchmark is a script of its own; this only runs them in order and
 stops at the first that fails.
@@ -44,6 +45,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "heartbeats": [str(HERE / "heartbeat_bench.py")],
     "standby-reads": [str(HERE / "standby_reads_bench.py")],
     "abuse": [str(HERE / "abuse_bench.py")],
+    "scale": [str(HERE / "scale_bench.py")],
 }
 
 

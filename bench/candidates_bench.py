@@ -10,9 +10,15 @@ turns (both are up at once, so that the machine's drift over a run weighs
 on both alike), and p50/p95 latencies are reported with the ratio
 upstream/ours.
 
+Ours is also served as shipped ("defaults": ``info``, an access log line
+per request) and timed beside it (``--no-defaults`` leaves it out).
+``--keep-databases`` keeps the loaded databases and reuses them next time
+(100,000 hosts take a minute or two to load).
+
     python bench/candidates_bench.py                 # N=1000 and 10,000, both variants
     python bench/candidates_bench.py --quick         # N=1000, 5 requests per query
     python bench/candidates_bench.py --no-upstream --sizes 200 --reps 5 --rounds 1
+    python bench/candidates_bench.py --no-upstream --sizes 100000 --keep-databases
 
 Results: var/bench/candidates-<time>.json and .md (and printed).
 """
@@ -58,6 +64,10 @@ def queries(variant: str, dataset: data.Dataset) -> list[Query]:
             ),
             Query("flat + member_of, limit 1000", f"{ac}{FLAVOR}&member_of={aggregate}&limit=1000"),
             Query(
+                "flat + member_of + !CUSTOM_GPU, limit 1000",
+                f"{ac}{FLAVOR}&member_of={aggregate}&required=!CUSTOM_GPU&limit=1000",
+            ),
+            Query(
                 "flat big flavor + CUSTOM_GPU, limit 1000",
                 f"{ac}resources=VCPU:16,MEMORY_MB:65536,DISK_GB:500&required=CUSTOM_GPU&limit=1000",
             ),
@@ -65,6 +75,7 @@ def queries(variant: str, dataset: data.Dataset) -> list[Query]:
         ]
     return [
         Query("nested + shared disk, limit 1000", f"{ac}{FLAVOR}&limit=1000"),
+        Query("nested + member_of, limit 1000", f"{ac}{FLAVOR}&member_of={aggregate}&limit=1000"),
         Query(
             "nested NUMA group + disk group, limit 1000",
             f"{ac}resources_NUMA=VCPU:2,MEMORY_MB:4096&resources_DISK=DISK_GB:40"
@@ -106,12 +117,31 @@ class QueryResult:
     path: str
     ours: Timing
     upstream: Timing | None
+    # Ours as shipped (access log on), beside ``ours`` at --log-level warning.
+    defaults: Timing | None = None
 
     @property
     def ratio(self) -> float | None:
         if self.upstream is None or self.upstream.p50 is None or not self.ours.p50:
             return None
         return self.upstream.p50 / self.ours.p50
+
+    @property
+    def defaults_ratio(self) -> float | None:
+        if self.defaults is None or self.defaults.p50 is None or not self.ours.p50:
+            return None
+        return self.defaults.p50 / self.ours.p50
+
+
+@dataclass(frozen=True)
+class SizeFacts:
+    """What one variant and size cost besides time: the API worker's
+    resident memory once its queries ran, and the database's size."""
+
+    variant: str
+    hosts: int
+    api_rss_mb: float
+    database_mb: float
 
 
 class Series:
@@ -206,16 +236,29 @@ class Options:
     block_s: float
     budget_s: float
     upstream: bool
+    defaults: bool
     upstream_timeout: int
+    keep_databases: bool
+    unlimited_up_to: int
     admin_dsn: str
     out_dir: Path
 
 
-def run_size(
-    options: Options, variant: str, hosts: int, upstream_bin: Path | None
-) -> list[QueryResult]:
-    """Both servers up at once on the same data, each query timed on one,
-    then the other."""
+@dataclass
+class Served:
+    """One size's servers, up: base URL by server name ("ours", "defaults",
+    "upstream"), and the queries asked of them."""
+
+    hosts: int
+    plan: list[Query]
+    urls: dict[str, str]
+    databases: list[str]
+
+
+def _serve(
+    options: Options, variant: str, hosts: int, upstream_bin: Path | None, stack: ExitStack
+) -> Served:
+    """Load (or keep) the size's databases and start its servers on ``stack``."""
     dataset = data.generate(hosts, nested=variant == "nested")
     work = options.out_dir / f"candidates-{variant}-{hosts}"
     work.mkdir(parents=True, exist_ok=True)
@@ -223,56 +266,131 @@ def run_size(
         f"bench_ac_ours_{variant}_{hosts}",
         f"bench_ac_upstream_{variant}_{hosts}",
     )
-    url = servers.prepare_ours(options.admin_dsn, ours_db)
-    asyncio.run(data.load(servers.server_dsn(options.admin_dsn, ours_db), dataset, data.OURS))
-    plan = queries(variant, dataset)
-    results: list[QueryResult] = []
-    timeout = options.upstream_timeout
-    with ExitStack() as stack:
-        ours_url = stack.enter_context(servers.ours_server(url, work / "ours.log"))
-        upstream_url = None
-        if upstream_bin is not None:
-            config = work / "upstream-config"
-            servers.prepare_upstream(upstream_bin, options.admin_dsn, upstream_db, config)
-            upstream_url = stack.enter_context(
-                servers.upstream_server(
-                    upstream_bin, config, work / "upstream.log", request_timeout=timeout
-                )
-            )
-            asyncio.run(
-                data.load(
-                    servers.server_dsn(options.admin_dsn, upstream_db), dataset, data.UPSTREAM
-                )
-            )
-        per_block = -(-options.reps // options.rounds)
-        for query in plan:
-            clients = [("ours", stack.enter_context(_client(ours_url, 120)))]
-            if upstream_url is not None:
-                upstream_client = _client(upstream_url, timeout + 10)
-                clients.append(("upstream", stack.enter_context(upstream_client)))
-            series = [
-                Series(
-                    client,
-                    server,
-                    query.path,
-                    per_block=per_block,
-                    block_s=options.block_s,
-                    budget_s=options.budget_s,
-                )
-                for server, client in clients
-            ]
-            ours = series[0]
-            measure(series, options.rounds)
-            upstream = series[1].timing if len(series) > 1 else None
-            results.append(
-                QueryResult(variant, hosts, query.name, query.path, ours.timing, upstream)
-            )
-            for one in series:
-                print(f"  {one.timing.server:8s} {query.name:45s} {_fmt(one.timing)}", flush=True)
+    ours_kept = _kept(options, ours_db, dataset)
+    url = servers.prepare_ours(options.admin_dsn, ours_db, keep=ours_kept)
+    if not ours_kept:
+        asyncio.run(data.load(servers.server_dsn(options.admin_dsn, ours_db), dataset, data.OURS))
+    plan = [
+        query
+        for query in queries(variant, dataset)
+        if "limit=" in query.path or hosts <= options.unlimited_up_to
+    ]
+    served = Served(hosts, plan, {}, [ours_db])
+    served.urls["ours"] = stack.enter_context(servers.ours_server(url, work / "ours.log"))
+    if options.defaults:
+        served.urls["defaults"] = stack.enter_context(
+            servers.ours_server(url, work / "ours-defaults.log", log_level=None)
+        )
     if upstream_bin is not None:
-        asyncio.run(servers.drop_database(options.admin_dsn, upstream_db))
-    asyncio.run(servers.drop_database(options.admin_dsn, ours_db))
+        config = work / "upstream-config"
+        upstream_kept = _kept(options, upstream_db, dataset)
+        servers.prepare_upstream(
+            upstream_bin, options.admin_dsn, upstream_db, config, keep=upstream_kept
+        )
+        served.databases.append(upstream_db)
+        served.urls["upstream"] = stack.enter_context(
+            servers.upstream_server(
+                upstream_bin,
+                config,
+                work / "upstream.log",
+                request_timeout=options.upstream_timeout,
+            )
+        )
+        if not upstream_kept:
+            upstream_dsn = servers.server_dsn(options.admin_dsn, upstream_db)
+            asyncio.run(data.load(upstream_dsn, dataset, data.UPSTREAM))
+    return served
+
+
+def run_sizes(
+    options: Options,
+    variant: str,
+    sizes: list[int],
+    upstream_bin: Path | None,
+    facts: list[SizeFacts] | None = None,
+    upstream_up_to: int | None = None,
+) -> list[QueryResult]:
+    """Every size's servers up at once (upstream's only up to
+    ``upstream_up_to`` hosts), each query timed on each in turn, so that the
+    machine's drift weighs on every size and server alike. ``facts``: where
+    to add each size's ``SizeFacts``."""
+    results: list[QueryResult] = []
+    per_block = -(-options.reps // options.rounds)
+    with ExitStack() as stack:
+        everything = [
+            _serve(
+                options,
+                variant,
+                hosts,
+                upstream_bin if upstream_up_to is None or hosts <= upstream_up_to else None,
+                stack,
+            )
+            for hosts in sizes
+        ]
+        names = list(dict.fromkeys(query.name for one in everything for query in one.plan))
+        for name in names:
+            turns: list[tuple[Served, Query, list[Series]]] = []
+            for one in everything:
+                query = next((q for q in one.plan if q.name == name), None)
+                if query is None:
+                    continue
+                series = [
+                    Series(
+                        stack.enter_context(
+                            _client(
+                                url, options.upstream_timeout + 10 if server == "upstream" else 120
+                            )
+                        ),
+                        server,
+                        query.path,
+                        per_block=per_block,
+                        block_s=options.block_s,
+                        budget_s=options.budget_s,
+                    )
+                    for server, url in one.urls.items()
+                ]
+                turns.append((one, query, series))
+            measure([one for _, _, series in turns for one in series], options.rounds)
+            for one, query, series in turns:
+                timings = {s.timing.server: s.timing for s in series}
+                results.append(
+                    QueryResult(
+                        variant,
+                        one.hosts,
+                        query.name,
+                        query.path,
+                        timings["ours"],
+                        timings.get("upstream"),
+                        timings.get("defaults"),
+                    )
+                )
+                for s in series:
+                    print(
+                        f"  N={one.hosts:<7} {s.timing.server:8s} {query.name:45s} "
+                        f"{_fmt(s.timing)}",
+                        flush=True,
+                    )
+        for one in everything:
+            if facts is None:
+                break
+            rss = servers.largest_rss_bytes(servers.server_pids(one.urls["ours"]))
+            size = asyncio.run(servers.database_bytes(options.admin_dsn, one.databases[0]))
+            facts.append(SizeFacts(variant, one.hosts, rss / 2**20, size / 2**20))
+    if not options.keep_databases:
+        for one in everything:
+            for database in one.databases:
+                asyncio.run(servers.drop_database(options.admin_dsn, database))
     return results
+
+
+def _kept(options: Options, database: str, dataset: data.Dataset) -> bool:
+    """Whether ``database`` is kept from an earlier run with the same data
+    (``--keep-databases``): loading 100,000 hosts takes minutes. Only the
+    provider count is checked, and data.generate is seeded."""
+    if not options.keep_databases:
+        return False
+    count = asyncio.run(servers.provider_count(options.admin_dsn, database))
+    return bool(count == len(dataset.providers))
 
 
 def _fmt(timing: Timing) -> str:
@@ -290,15 +408,18 @@ def _cell(value: float | None, error: str | None = None, suffix: str = "") -> st
 def markdown(results: list[QueryResult], upstream_version: str | None) -> str:
     lines = [
         "| variant | N | query | ours p50 ms | ours p95 ms | upstream p50 ms | upstream p95 ms "
-        "| upstream/ours (p50) | candidates (ours/upstream) | requests timed (ours/upstream) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| upstream/ours (p50) | defaults p50 ms | defaults/ours (p50) "
+        "| candidates (ours/upstream) | requests timed (ours/upstream) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        up = r.upstream
+        up, shipped = r.upstream, r.defaults
         lines.append(
             f"| {r.variant} | {r.hosts} | {r.query} | {_cell(r.ours.p50, r.ours.error)} "
             f"| {_cell(r.ours.p95)} | {_cell(up.p50 if up else None, up.error if up else None)} "
             f"| {_cell(up.p95 if up else None)} | {_cell(r.ratio, suffix='x')} "
+            f"| {_cell(shipped.p50 if shipped else None, shipped.error if shipped else None)} "
+            f"| {_cell(r.defaults_ratio, suffix='x')} "
             f"| {r.ours.candidates}/{up.candidates if up else '-'} "
             f"| {len(r.ours.samples_ms)}/{len(up.samples_ms) if up else '-'} |"
         )
@@ -330,7 +451,24 @@ def parse_args() -> Options:
     )
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per query and server")
     parser.add_argument("--no-upstream", dest="upstream", action="store_false")
+    parser.add_argument(
+        "--no-defaults",
+        dest="defaults",
+        action="store_false",
+        help="leave out ours as shipped (access log on), timed beside ours at --log-level warning",
+    )
     parser.add_argument("--upstream-timeout", type=int, default=120, help="seconds per request")
+    parser.add_argument(
+        "--keep-databases",
+        action="store_true",
+        help="keep the loaded databases after the run, and reuse those an earlier such run kept",
+    )
+    parser.add_argument(
+        "--unlimited-up-to",
+        type=int,
+        default=10_000,
+        help="queries without a limit only up to this many hosts (100,000 hosts' take seconds)",
+    )
     servers.add_pg_url_option(parser)
     parser.add_argument("--out-dir", type=Path, default=servers.ROOT / "var" / "bench")
     args = parser.parse_args()
@@ -344,7 +482,10 @@ def parse_args() -> Options:
         block_s=args.block_s,
         budget_s=args.budget,
         upstream=args.upstream,
+        defaults=args.defaults,
         upstream_timeout=args.upstream_timeout,
+        keep_databases=args.keep_databases,
+        unlimited_up_to=args.unlimited_up_to,
         admin_dsn=args.pg_url,
         out_dir=args.out_dir,
     )
@@ -361,12 +502,15 @@ def main() -> None:
     for hosts in options.sizes:
         for variant in options.variants:
             print(f"{variant}, N={hosts}", flush=True)
-            results += run_size(options, variant, hosts, upstream_bin)
+            results += run_sizes(options, variant, [hosts], upstream_bin)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report = markdown(results, version)
     (options.out_dir / f"candidates-{stamp}.md").write_text(report)
     (options.out_dir / f"candidates-{stamp}.json").write_text(
-        json.dumps([asdict(r) | {"ratio": r.ratio} for r in results], indent=2)
+        json.dumps(
+            [asdict(r) | {"ratio": r.ratio, "defaults_ratio": r.defaults_ratio} for r in results],
+            indent=2,
+        )
     )
     print(report)
 

@@ -17,6 +17,11 @@ machine's drift weighs on both alike:
 - ``race``: claimers racing for the last room of nearly full providers, and
   the providers each server leaves over capacity (``claims_race.py``).
 
+Ours is served twice, on databases of its own: at ``--log-level warning``
+("ours", no access log line) and as shipped ("defaults": ``info``, one
+access log line per request, written to a file), so that what the defaults
+cost a claim is measured beside it (``--no-defaults`` leaves it out).
+
 Before each claims section the allocations are emptied; after it the
 database is checked: no provider over capacity, usage equal to the sum of
 the allocations, one consumer per claim answered 204. Printed per section
@@ -67,7 +72,6 @@ from bench.claims_load import (
     warm_up,
 )
 from bench.lean_http import Connection
-from bench.scheduler_bench_infra import process_tree
 from placement_api.settings import Settings
 
 HEADERS = {**servers.HEADERS, "openstack-api-version": "placement 1.39"}
@@ -82,22 +86,6 @@ class Target:
     pids: set[int]
     keep_alive: bool
     ours: bool
-
-
-def _server_pids(url: str) -> set[int]:
-    """The server's processes: the child of this process listening on its port, and its tree."""
-    port = url.rsplit(":", 1)[1]
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if parent == os.getpid() and any(port.encode() in part for part in command):
-            return process_tree(int(entry.name))
-    raise RuntimeError(f"no server process of ours for {url}")
 
 
 async def _sessions(options: argparse.Namespace, target: Target) -> int:
@@ -220,6 +208,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="one turn of 2 s per section")
     parser.add_argument("--no-upstream", dest="upstream", action="store_false")
     parser.add_argument(
+        "--no-defaults",
+        dest="defaults",
+        action="store_false",
+        help="leave out ours as shipped (the 'defaults' server: access log on), served beside "
+        "ours at --log-level warning",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="GIT_REF",
         help="also serve this commit of ours (the 'baseline' server), to compare before/after, "
@@ -273,8 +268,36 @@ def main() -> None:
                 servers.ours_server(url, work / "ours.log", workers=options.workers)
             )
             targets.append(
-                Target("ours", ours_url, ours_db, ours_dsn, _server_pids(ours_url), True, True)
+                Target(
+                    "ours", ours_url, ours_db, ours_dsn, servers.server_pids(ours_url), True, True
+                )
             )
+            if options.defaults:
+                # The same code as shipped: an access log line per request.
+                shipped_db = f"bench_claims_defaults_{suffix}"
+                shipped_url = servers.prepare_ours(options.pg_url, shipped_db)
+                created.append(shipped_db)
+                shipped_dsn = servers.server_dsn(options.pg_url, shipped_db)
+                asyncio.run(data.load(shipped_dsn, dataset, data.OURS))
+                served = stack.enter_context(
+                    servers.ours_server(
+                        shipped_url,
+                        work / "ours-defaults.log",
+                        workers=options.workers,
+                        log_level=None,
+                    )
+                )
+                targets.append(
+                    Target(
+                        "defaults",
+                        served,
+                        shipped_db,
+                        shipped_dsn,
+                        servers.server_pids(served),
+                        True,
+                        True,
+                    )
+                )
             if options.baseline:
                 tree = stack.enter_context(baseline_tree(options.baseline))
                 base_db = f"bench_claims_baseline_{suffix}"
@@ -288,7 +311,15 @@ def main() -> None:
                     )
                 )
                 targets.append(
-                    Target("baseline", served, base_db, base_dsn, _server_pids(served), True, True)
+                    Target(
+                        "baseline",
+                        served,
+                        base_db,
+                        base_dsn,
+                        servers.server_pids(served),
+                        True,
+                        True,
+                    )
                 )
             if options.upstream:
                 bin_dir = servers.ensure_upstream_venv(options.upstream_venv.resolve())
@@ -313,7 +344,7 @@ def main() -> None:
                         upstream_url,
                         upstream_db,
                         up_dsn,
-                        _server_pids(upstream_url),
+                        servers.server_pids(upstream_url),
                         False,
                         False,
                     )
@@ -323,7 +354,7 @@ def main() -> None:
                 floor_url = stack.enter_context(
                     claims_floor.empty_endpoint_server(work / "floor.log", options.workers)
                 )
-                pids = _server_pids(floor_url)
+                pids = servers.server_pids(floor_url)
                 floor = Target(report.FLOOR, floor_url, "", "", pids, True, False)
             outcomes: list[report.Outcome] = []
             races: dict[str, claims_race.RaceTally] = {}

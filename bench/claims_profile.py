@@ -3,6 +3,7 @@
     python bench/claims_profile.py                      # CPU per claim, by phase, cProfile
     python bench/claims_profile.py --claims 3000 --top 60 --save var/bench/put.prof
     python bench/claims_profile.py --per-post 50 --claims 200   # POST /allocations x50
+    python bench/claims_profile.py --access-log var/bench/access.log   # what the access log costs
 
 A scratch PostgreSQL database with ``--providers`` hosts; the app is called
 as the server calls it (raw ASGI, no HTTP client in the way), one claim at a
@@ -14,6 +15,9 @@ work, the same claims: one at a time, so no lock waits in it), then by phase of 
 time. With ``--per-post N`` each request is a ``POST /allocations`` of N
 new consumers (on random hosts): CPU is given per consumer, and the phases
 also in wall time per request, round trips and PostgreSQL's work included.
+With ``--access-log FILE``, only the CPU per claim with the logging ``serve``
+sets up as shipped (``info``: an access line per request, written to FILE)
+against ``--log-level warning``, in alternating turns.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import argparse
 import asyncio
 import cProfile
 import json
+import logging
+import logging.config
 import os
 import pstats
 import random
@@ -41,6 +47,7 @@ from bench.claims_phases import report as phases_report
 from bench.claims_phases import timed_phases
 from bench.scheduler_bench_infra import cpu_seconds, cpu_used
 from placement_api.app import create_app
+from placement_api.observability.logs import logging_config
 from placement_api.settings import Settings
 
 HEADERS = [
@@ -150,12 +157,36 @@ async def claims(app: Any, providers: list[str], count: int, per_post: int = 0) 
     return time.process_time() - started
 
 
+async def access_log_cost(app: Any, providers: list[str], count: int, log: Path) -> None:
+    """CPU per claim with the access log on (``serve``'s logging at ``info``,
+    into ``log``) and off (at ``warning``), in turns: the machine's drift
+    weighs on both alike."""
+    with log.open("a") as stream:
+        sys.stderr = stream
+        logging.config.dictConfig(logging_config("text", "info"))
+        spent = {"info": 0.0, "warning": 0.0}
+        for turn in range(8):
+            level = "info" if turn % 2 == 0 else "warning"
+            logging.getLogger().setLevel(level.upper())
+            spent[level] += await claims(app, providers, count // 8)
+        sys.stderr = sys.__stderr__
+    per_claim = {level: 1000 * seconds / (count // 2) for level, seconds in spent.items()}
+    print(
+        f"in process, ms CPU per claim: as shipped (info, access log) {per_claim['info']:.3f}, "
+        f"--log-level warning {per_claim['warning']:.3f} "
+        f"({per_claim['info'] / per_claim['warning'] - 1:+.1%})"
+    )
+
+
 async def profile(options: argparse.Namespace, url: str, database: str) -> None:
     app = create_app(Settings(database_url=url, auth_strategy="noauth2"))
     async with app.router.lifespan_context(app):
         providers = await seed(app, options.providers)
         count, per_post = options.claims, options.per_post
         await claims(app, providers, count // 4, per_post)  # warm: pools, caches, statements
+        if options.access_log is not None:
+            await access_log_cost(app, providers, count, options.access_log)
+            return
         backends = await claims_db.backend_pids(options.pg_url, database)
         before = cpu_seconds(backends)
         cpu = await claims(app, providers, count, per_post)
@@ -195,6 +226,12 @@ def main() -> None:
         "--per-post", type=int, default=0, help="consumers per POST /allocations (0: PUT)"
     )
     parser.add_argument("--save", type=Path, help="write the raw profile here (pstats)")
+    parser.add_argument(
+        "--access-log",
+        type=Path,
+        metavar="FILE",
+        help="only compare the CPU per claim with the access log on (written to FILE) and off",
+    )
     servers.add_pg_url_option(parser)
     options = parser.parse_args()
     database = f"bench_claims_profile_{os.getpid()}"

@@ -166,7 +166,14 @@ class Aggregate(TimestampMixin, Base):
 
 class ProviderAggregate(TimestampMixin, Base):
     __tablename__ = "resource_provider_aggregates"
-    __table_args__ = (Index("ix_resource_provider_aggregates_aggregate_id", "aggregate_id"),)
+    # In provider order per aggregate: candidates read members page by page.
+    __table_args__ = (
+        Index(
+            "ix_resource_provider_aggregates_aggregate_id_provider",
+            "aggregate_id",
+            "resource_provider_id",
+        ),
+    )
 
     resource_provider_id: Mapped[int] = mapped_column(
         ForeignKey("resource_providers.id", ondelete="CASCADE"), primary_key=True
@@ -178,7 +185,10 @@ class ProviderAggregate(TimestampMixin, Base):
 
 class ProviderTrait(TimestampMixin, Base):
     __tablename__ = "resource_provider_traits"
-    __table_args__ = (Index("ix_resource_provider_traits_trait_id", "trait_id"),)
+    # In provider order per trait: candidates read holders page by page.
+    __table_args__ = (
+        Index("ix_resource_provider_traits_trait_id_provider", "trait_id", "resource_provider_id"),
+    )
 
     resource_provider_id: Mapped[int] = mapped_column(
         ForeignKey("resource_providers.id", ondelete="CASCADE"), primary_key=True

@@ -59,6 +59,8 @@ async def spread(
         "resources=VCPU:1&required=HW_CPU_X86_AVX2",
         "resources=VCPU:1&required=HW_CPU_X86_AVX2,!HW_CPU_X86_SSE",
         "resources=VCPU:1,DISK_GB:10&member_of={a}",
+        "resources=DISK_GB:10&member_of={a}",
+        "resources1=VCPU:1&member_of1={a}&resources2=DISK_GB:10&member_of2={a}&group_policy=none",
         "resources1=VCPU:1&resources2=DISK_GB:10&group_policy=isolate",
         "resources1=VCPU:1&resources2=VCPU:1&resources3=DISK_GB:10&group_policy=none",
     ],
@@ -77,3 +79,67 @@ async def test_limited_answers_are_subsets_of_the_full_answer(
         assert all(c in full for c in limited)
         trees = {name for c in limited for name in c}
         assert trees <= summary_names(spread, body)
+
+
+@pytest.fixture
+async def paged(api: PlacementClient, monkeypatch: pytest.MonkeyPatch) -> TreeBuilder:
+    """No sharing providers, so trees are taken page by page from a filter's
+    holders or members; a page and a window are one provider or two, and
+    nothing counts as few. A child created after every other provider holds
+    the traits a candidate needs from it, and its tree is reached from a page
+    before it (its root's)."""
+    policy = WindowPolicy(per_candidate=0.5, min_window=1, few_per_candidate=0, max_window=2)
+    monkeypatch.setattr(windowing, "POLICY", policy)
+    tree = TreeBuilder(api)
+    for index in range(4):
+        await tree.provider(
+            f"host{index}",
+            inventory={"VCPU": 4, "DISK_GB": 50},
+            traits=["HW_CPU_X86_AVX2"] if index % 2 else [],
+            aggregates=["a"] if index != 2 else [],
+        )
+    await tree.provider(
+        "nested", inventory={"DISK_GB": 50}, traits=["HW_CPU_X86_AVX2"], aggregates=["a"]
+    )
+    await tree.provider("late", inventory={"VCPU": 4, "DISK_GB": 50}, traits=["HW_CPU_X86_AVX2"])
+    both = ["HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"]
+    await tree.provider("numa0", parent="nested", inventory={"VCPU": 4}, traits=both)
+    await tree.provider("numa1", parent="nested", inventory={"VCPU": 4}, traits=["HW_CPU_X86_SSE"])
+    return tree
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "resources=VCPU:1,DISK_GB:10&required=HW_CPU_X86_AVX2",
+        "resources=VCPU:1&required=HW_CPU_X86_AVX2",
+        "resources=VCPU:1&required=HW_CPU_X86_AVX2,HW_CPU_X86_SSE",
+        "resources=VCPU:1&required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE",
+        "resources=VCPU:1,DISK_GB:10&member_of={a}",
+        "resources=VCPU:1,DISK_GB:10&member_of={a}&required=HW_CPU_X86_AVX2",
+        "resources=VCPU:1&required=!HW_CPU_X86_SSE&member_of={a}",
+        "resources=DISK_GB:10&resources1=VCPU:1&required1=HW_CPU_X86_SSE&group_policy=none",
+        "resources1=VCPU:1&member_of1={a}&resources2=DISK_GB:10&group_policy=none",
+    ],
+)
+async def test_trees_taken_page_by_page_give_the_full_answer(
+    api: PlacementClient, paged: TreeBuilder, query: str
+) -> None:
+    path = f"/allocation_candidates?{query.format(a=paged.aggregate('a'))}"
+    full = candidates(paged, await get_ok(api, path))
+    assert full
+    for limit in range(1, len(full) + 2):
+        limited = candidates(paged, await get_ok(api, f"{path}&limit={limit}"))
+        assert len(limited) == min(limit, len(full))
+        assert len({str(c) for c in limited}) == len(limited)
+        assert all(c in full for c in limited)
+
+
+async def test_a_limit_of_nineteen_digits_is_every_candidate(
+    api: PlacementClient, spread: TreeBuilder
+) -> None:
+    # Counted up to what the limit makes few: never past what SQL takes.
+    path = f"/allocation_candidates?resources=VCPU:1,DISK_GB:10&member_of={spread.aggregate('a')}"
+    full = candidates(spread, await get_ok(api, path))
+    limited = candidates(spread, await get_ok(api, f"{path}&limit=9999999999999999999"))
+    assert sorted(map(str, limited)) == sorted(map(str, full))

@@ -52,3 +52,10 @@ def test_summaries_are_read_ahead_first_and_then_only_while_windows_yield() -> N
 def test_few_is_at_most_four_per_candidate_wanted() -> None:
     assert POLICY.is_few(4000, 1000)
     assert not POLICY.is_few(4001, 1000)
+
+
+def test_windows_sized_from_a_yield_stay_within_the_fenced_size() -> None:
+    # 1,250 root ids gave 50 candidates: 950 more would need 23,750.
+    after = POLICY.after(POLICY.start(1000), found=50)
+    assert after.size == POLICY.max_window == 4096
+    assert POLICY.start(10_000).size == 4096

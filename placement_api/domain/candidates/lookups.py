@@ -6,41 +6,97 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import Select, func, literal, select, union_all
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Select,
+    bindparam,
+    func,
+    literal,
+    select,
+    union_all,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from placement_api.db.driver import fetch_all, id_in
 from placement_api.db.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
 from placement_api.domain.candidates.fetching import IdColumn, T, chunked, id_batches
-from placement_api.domain.candidates.queries import Window, scope_condition
+from placement_api.domain.candidates.queries import Window, root_of, scope_condition
+from placement_api.domain.candidates.summary_rows import FilterKind
+
+
+def _members(kind: FilterKind, ids: Iterable[int]) -> tuple[IdColumn, ColumnElement[bool]]:
+    """The provider column of a trait's holders or an aggregate's members,
+    and the condition selecting those of ``ids``."""
+    if kind == "trait":
+        return ProviderTrait.resource_provider_id, ProviderTrait.trait_id.in_(sorted(ids))
+    return ProviderAggregate.resource_provider_id, ProviderAggregate.aggregate_id.in_(sorted(ids))
 
 
 async def member_counts(
     session: AsyncSession,
     trait_sets: Sequence[frozenset[int]] = (),
     aggregate_sets: Sequence[frozenset[int]] = (),
+    up_to: int | None = None,
 ) -> tuple[int, ...]:
     """Per trait set, then per aggregate set: how many providers have one of
-    the traits, or are in one of the aggregates; in one round trip."""
+    the traits, or are in one of the aggregates; in one round trip. With
+    ``up_to``, counting stops past it (a count above it is "more"), so a
+    filter most hosts pass costs what the limit does, not the cloud."""
+    sets: list[tuple[FilterKind, frozenset[int]]] = [("trait", ids) for ids in trait_sets]
+    sets += [("aggregate", ids) for ids in aggregate_sets]
     parts: list[Select[int, int]] = []
-    for index, traits in enumerate(trait_sets):
-        parts.append(
-            select(literal(index), func.count(ProviderTrait.resource_provider_id.distinct())).where(
-                ProviderTrait.trait_id.in_(sorted(traits))
-            )
-        )
-    for index, aggregates in enumerate(aggregate_sets, start=len(trait_sets)):
-        parts.append(
-            select(
-                literal(index), func.count(ProviderAggregate.resource_provider_id.distinct())
-            ).where(ProviderAggregate.aggregate_id.in_(sorted(aggregates)))
-        )
+    for index, (kind, ids) in enumerate(sets):
+        provider, condition = _members(kind, ids)
+        members = select(provider).where(condition)
+        if up_to is not None:
+            members = members.limit(up_to + 1)
+        counted = members.subquery()
+        parts.append(select(literal(index), func.count(counted.c[0].distinct())))
     counts = [0] * len(parts)
     if parts:
         for index, count in await fetch_all(session, union_all(*parts)):
             counts[index] = count
     return tuple(counts)
+
+
+async def member_page(
+    session: AsyncSession, kind: FilterKind, ids: frozenset[int], after: int, size: int
+) -> list[tuple[int, int, int]]:
+    """The next ``size`` (provider, root, trait or aggregate) of the providers
+    having one of the traits or in one of the aggregates, by provider id past
+    ``after``: read in order from the (trait or aggregate, provider) index,
+    so a page costs its size."""
+    provider, condition = _members(kind, ids)
+    member = ProviderTrait.trait_id if kind == "trait" else ProviderAggregate.aggregate_id
+    statement = (
+        select(provider, root_of(provider), member)
+        .where(condition, provider > bindparam("after", type_=Integer))
+        .order_by(provider)
+        .limit(bindparam("size", type_=Integer))
+    )
+    rows = await fetch_all(session, statement, {"after": after, "size": size})
+    return [(found, root, of) for found, root, of in rows if found is not None and root is not None]
+
+
+async def traits_of(
+    session: AsyncSession, trait_ids: frozenset[int], provider_ids: Iterable[int]
+) -> dict[int, set[int]]:
+    """Provider -> which of ``trait_ids`` it has, for ``provider_ids`` (those
+    with none are absent): probed by the (provider, trait) key."""
+    found: dict[int, set[int]] = {}
+    for batch in id_batches(session, provider_ids):
+        rows = await fetch_all(
+            session,
+            select(ProviderTrait.resource_provider_id, ProviderTrait.trait_id).where(
+                id_in(session, ProviderTrait.resource_provider_id, batch),
+                ProviderTrait.trait_id.in_(sorted(trait_ids)),
+            ),
+        )
+        for provider, trait in rows:
+            found.setdefault(provider, set()).add(trait)
+    return found
 
 
 async def aggregates_of(session: AsyncSession, provider_ids: Iterable[int]) -> dict[int, set[int]]:

@@ -3,8 +3,10 @@
 The ids of the names the request uses (resource classes, traits, aggregate
 uuids, ``in_tree`` provider uuids); the range of root ids; the sharing
 providers; the providers holding the unsuffixed group's required traits,
-with their roots; and on PostgreSQL its estimate of the provider count.
-Each row is tagged with what it tells.
+with their roots (on PostgreSQL at most ``holder_cap`` per trait, the
+lowest ids: a trait most hosts have would cost the whole cloud, where a
+limit needs only a few of them); and on PostgreSQL its estimate of the
+provider count. Each row is tagged with what it tells.
 
 The statement is built once per set of parts a request needs
 and dialect; the names and uuids go as list parameters.
@@ -19,6 +21,7 @@ from sqlalchemy import (
     Integer,
     Select,
     String,
+    bindparam,
     column,
     func,
     literal,
@@ -26,6 +29,7 @@ from sqlalchemy import (
     null,
     select,
     table,
+    true,
     union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -44,7 +48,7 @@ from placement_api.db.models import (
 )
 from placement_api.domain.candidates.fetching import IdColumn
 from placement_api.domain.candidates.names import KnownIds
-from placement_api.domain.candidates.queries import root_id, sharing_ids
+from placement_api.domain.candidates.queries import root_of, sharing_ids
 from placement_api.domain.candidates.request import CandidateRequest
 
 # Row kinds: a name and its id, or a fact about the providers.
@@ -59,10 +63,15 @@ _Prelude = CompoundSelect[str, str | None, int | None, int | None]
 @dataclass(frozen=True)
 class TraitHolders:
     """Providers having any of some traits: which of them each has; and per
-    trait, the roots of the trees where some provider has it."""
+    trait, the roots of the trees where some provider has it. ``partial``:
+    the traits whose holders were cut at the cap (only the lowest ids read)."""
 
     traits: dict[int, frozenset[int]] = field(default_factory=dict)
     trees: dict[int, frozenset[int]] = field(default_factory=dict)
+    partial: frozenset[int] = frozenset()
+
+    def complete(self, any_of: frozenset[int]) -> bool:
+        return not any_of & self.partial
 
     def roots_having(self, any_of: frozenset[int]) -> frozenset[int]:
         """Roots of the trees where some provider has one of ``any_of``."""
@@ -127,19 +136,32 @@ def _build(parts_needed: tuple[bool, ...], dialect: str) -> _Prelude:
             ).where(statistics.c.oid == providers)
         )
     if holders:
-        # Per trait, its holders and their roots as one "provider,root ..."
-        # string: thousands of holders cost one row, not one each.
-        pairs = func.aggregate_strings(
-            ProviderTrait.resource_provider_id.cast(String) + "," + root_id().cast(String), " "
-        )
-        parts.append(
-            select(literal(_HOLDERS), pairs, ProviderTrait.trait_id, _no_id())
-            .join(ResourceProvider, ResourceProvider.id == ProviderTrait.resource_provider_id)
-            .join(Trait, Trait.id == ProviderTrait.trait_id)
-            .where(in_bound_list(Trait.name, "holder_traits", dialect, String))
-            .group_by(ProviderTrait.trait_id)
-        )
+        parts.append(_holders_part(dialect))
     return union_all(*parts)
+
+
+def _holders_part(dialect: str) -> _Part:
+    """Per trait, its holders and their roots as one "provider,root ..."
+    string (thousands of holders cost one row, not one each), and how many.
+    On PostgreSQL only the ``holder_cap`` lowest ids, read in order from the
+    (trait, provider) index; SQLite has no LATERAL and reads them all."""
+    held = select(
+        ProviderTrait.resource_provider_id.label("provider"),
+        root_of(ProviderTrait.resource_provider_id).label("root"),
+    ).where(ProviderTrait.trait_id == Trait.id)
+    if dialect == "postgresql":
+        capped = held.order_by(ProviderTrait.resource_provider_id).limit(
+            bindparam("holder_cap", type_=Integer)
+        )
+        rows = capped.lateral("held")
+        source = select(Trait.id.label("trait"), rows.c.provider, rows.c.root).join(rows, true())
+    else:
+        source = held.add_columns(Trait.id.label("trait"))
+    found = source.where(in_bound_list(Trait.name, "holder_traits", dialect, String)).subquery()
+    pairs = func.aggregate_strings(
+        found.c.provider.cast(String) + "," + found.c.root.cast(String), " "
+    )
+    return select(literal(_HOLDERS), pairs, found.c.trait, func.count()).group_by(found.c.trait)
 
 
 # Kept per engine (``EngineCaches``), by which lists the request gives.
@@ -155,7 +177,7 @@ def _statement(session: AsyncSession, parts_needed: tuple[bool, ...], dialect: s
     return found
 
 
-def _holders(pairs_by_trait: dict[int, str]) -> TraitHolders:
+def _holders(pairs_by_trait: dict[int, str], partial: frozenset[int]) -> TraitHolders:
     """Holders from each trait's "provider,root provider,root ..." string."""
     trees: dict[int, frozenset[int]] = {}
     holders_of: dict[int, list[int]] = {}
@@ -166,7 +188,7 @@ def _holders(pairs_by_trait: dict[int, str]) -> TraitHolders:
     if len(holders_of) == 1:
         # The common case: one trait asked for, thousands of holders.
         ((trait, providers),) = holders_of.items()
-        return TraitHolders(dict.fromkeys(providers, frozenset((trait,))), trees)
+        return TraitHolders(dict.fromkeys(providers, frozenset((trait,))), trees, partial)
     traits_of: dict[int, set[int]] = {}
     for trait, providers in holders_of.items():
         for provider in providers:
@@ -177,7 +199,7 @@ def _holders(pairs_by_trait: dict[int, str]) -> TraitHolders:
     for provider, held in traits_of.items():
         key = frozenset(held)
         traits[provider] = shared.setdefault(key, key)
-    return TraitHolders(traits, trees)
+    return TraitHolders(traits, trees, partial)
 
 
 def _lists(request: CandidateRequest) -> dict[str, list[str]]:
@@ -199,11 +221,21 @@ def _lists(request: CandidateRequest) -> dict[str, list[str]]:
     }
 
 
-async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prelude:
+# No cap: every holder (a cap beyond any provider count; one more fits in int4).
+UNCAPPED = 2**31 - 2
+
+
+async def read_prelude(
+    session: AsyncSession, request: CandidateRequest, holder_cap: int | None = None
+) -> Prelude:
+    """``holder_cap``: read at most this many holders per trait (None: all)."""
     lists = _lists(request)
     dialect = session.get_bind().dialect.name
     parts_needed = tuple(bool(values) for values in lists.values())
-    parameters = {name: values for name, values in lists.items() if values}
+    parameters: dict[str, object] = {name: values for name, values in lists.items() if values}
+    cap = UNCAPPED if holder_cap is None else holder_cap
+    if lists["holder_traits"] and dialect == "postgresql":
+        parameters["holder_cap"] = cap + 1
     found = Prelude()
     ids = found.ids
     by_name = {
@@ -214,6 +246,7 @@ async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prel
     }
     sharing: set[int] = set()
     holders: dict[int, str] = {}
+    partial: set[int] = set()
     for kind, name, first, second in await fetch_all(
         session, _statement(session, parts_needed, dialect), parameters
     ):
@@ -221,7 +254,10 @@ async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prel
             continue  # the root range of an empty table
         if kind == _HOLDERS:
             assert name is not None
+            assert second is not None
             holders[first] = name
+            if second > cap:
+                partial.add(first)
         elif kind == _SHARING:
             sharing.add(first)
         elif kind == _ROOTS:
@@ -233,5 +269,5 @@ async def read_prelude(session: AsyncSession, request: CandidateRequest) -> Prel
             assert name is not None
             by_name[kind][name] = first
     found.sharing = frozenset(sharing)
-    found.holders = _holders(holders)
+    found.holders = _holders(holders, frozenset(partial))
     return found

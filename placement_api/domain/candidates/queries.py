@@ -25,7 +25,9 @@ from sqlalchemy import (
     Integer,
     Select,
     and_,
+    any_,
     bindparam,
+    exists,
     func,
     or_,
     select,
@@ -83,6 +85,9 @@ class RootList:
 
 # Windows of root ids up to this size read inventory provider by provider.
 FENCED_WINDOW = 4096
+# Windows of root ids this wide or wider are planned as they are, not read
+# through their providers materialised first (hundreds of thousands of ids).
+WIDE_WINDOW = 65536
 
 # Which rows a group statement reads: every tree (None), the trees of a
 # window of root ids or of a list of roots, or only sharing providers (which
@@ -112,6 +117,23 @@ def _in_aggregates(column: IdColumn, aggregate_ids: Iterable[int]) -> ColumnElem
     )
 
 
+def _without_traits(column: IdColumn, trait_ids: Iterable[int]) -> ColumnElement[bool]:
+    """None of the traits. ``NOT EXISTS``, not ``NOT IN``: PostgreSQL must
+    answer ``NOT IN`` from a hash of every holder, where an anti-join may
+    probe the few providers a window holds."""
+    return ~exists().where(
+        ProviderTrait.resource_provider_id == column, ProviderTrait.trait_id.in_(trait_ids)
+    )
+
+
+def _outside_aggregates(column: IdColumn, aggregate_ids: Iterable[int]) -> ColumnElement[bool]:
+    """In none of the aggregates (``NOT EXISTS``, as ``_without_traits``)."""
+    return ~exists().where(
+        ProviderAggregate.resource_provider_id == column,
+        ProviderAggregate.aggregate_id.in_(aggregate_ids),
+    )
+
+
 def _has_all(column: IdColumn, groups: Sequence[frozenset[int]]) -> ColumnElement[bool]:
     return and_(true(), *(_with_traits(column, ids) for ids in groups))
 
@@ -124,7 +146,7 @@ def root_rule(request: ResolvedRequest, root: IdColumn) -> ColumnElement[bool]:
     """``root_required``: the tree's root has these traits and lacks those."""
     conditions = [_with_traits(root, [trait]) for trait in sorted(request.root_required)]
     if request.root_forbidden:
-        conditions.append(~_with_traits(root, request.root_forbidden))
+        conditions.append(_without_traits(root, request.root_forbidden))
     return and_(true(), *conditions)
 
 
@@ -145,6 +167,12 @@ def _tree_level(
 def root_id() -> ColumnElement[int]:
     """The provider's root (itself for a root), never NULL."""
     return func.coalesce(ResourceProvider.root_provider_id, ResourceProvider.id)
+
+
+def root_of(provider: IdColumn) -> ColumnElement[int | None]:
+    """The root of ``provider``, looked up row by row: a join would have the
+    planner merge with every provider up to the last one read."""
+    return select(root_id()).where(ResourceProvider.id == provider).scalar_subquery()
 
 
 def _tree_has_trait(any_of: frozenset[int], root: IdColumn) -> ColumnElement[bool]:
@@ -168,6 +196,11 @@ def scope_condition(
     if scope is None:
         return true()
     if scope == "sharing":
+        if dialect == "postgresql":
+            # As an array computed first: the planner then expects a few ids
+            # and probes them, where for IN it guesses thousands and scans
+            # every provider.
+            return ResourceProvider.id == any_(func.array(sharing_ids().scalar_subquery()))
         return ResourceProvider.id.in_(sharing_ids())
     if isinstance(scope, RootList):
         return in_bound_list(ResourceProvider.root_provider_id, "window_roots", dialect)
@@ -189,6 +222,11 @@ def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool, dialect: st
         return statement
     if fenced:
         return statement.where(scope_condition(scope, dialect))
+    if isinstance(scope, RootWindow) and scope.last - scope.first >= WIDE_WINDOW:
+        # The rest of the trees at once (nothing found so far, a rare class):
+        # with the bounds in its text the planner sees how many providers
+        # they hold, and finds a rare class through its index.
+        return statement.where(scope_condition(scope, dialect, bounds_in_text=True))
     chosen = select(ResourceProvider.id).where(scope_condition(scope, dialect, bounds_in_text=True))
     providers = chosen.cte("scope_providers").prefix_with("MATERIALIZED")
     return statement.join(providers, providers.c[0] == ResourceProvider.id)
@@ -226,9 +264,9 @@ def _provider_filters(
     provider, root = ResourceProvider.id, ResourceProvider.root_provider_id
     conditions: list[ColumnElement[bool]] = []
     if group.forbidden:
-        conditions.append(~_with_traits(provider, group.forbidden))
+        conditions.append(_without_traits(provider, group.forbidden))
     if group.forbidden_aggregates:
-        conditions.append(~_in_aggregates(provider, group.forbidden_aggregates))
+        conditions.append(_outside_aggregates(provider, group.forbidden_aggregates))
     if group.tree_root is not None:
         conditions.append(root == group.tree_root)
     if request.root_required or request.root_forbidden:
@@ -281,7 +319,7 @@ def unsuffixed_statement(
             or_(_member_of_all(provider, group.member_of), _member_of_all(root, group.member_of))
         )
     if group.forbidden_aggregates:
-        banned = ~_in_aggregates(root, group.forbidden_aggregates)
+        banned = _outside_aggregates(root, group.forbidden_aggregates)
         conditions.append(_tree_level(banned, provider, scope))
     for any_of in tree_traits:
         conditions.append(_tree_level(_tree_has_trait(any_of, root), provider, scope))
@@ -300,7 +338,7 @@ def unsuffixed_statement(
 
 def _fenced(dialect: str, scope: RowScope, narrow: bool) -> bool:
     """Read inventory provider by provider on PostgreSQL (SQLite has no
-    LATERAL) for lists of roots and small windows, and for full reads where
+    LATERAL) for lists of roots, small windows and sharing providers, and for full reads where
     the group's own trait or aggregate filters leave few providers: then a
     few thousand index probes beat a scan of every inventory row. For
     everything else the planner's own choice is better: a rare class is found
@@ -308,7 +346,9 @@ def _fenced(dialect: str, scope: RowScope, narrow: bool) -> bool:
     if isinstance(scope, RootWindow):
         fits = scope.last - scope.first < FENCED_WINDOW
     else:
-        fits = isinstance(scope, RootList) or (scope is None and narrow)
+        # The sharing providers are few: probed, not joined to a class's
+        # every inventory row.
+        fits = isinstance(scope, RootList) or scope == "sharing" or (scope is None and narrow)
     return fits and dialect == "postgresql"
 
 
@@ -332,7 +372,7 @@ def _statement(
 
 def _scope_key(scope: RowScope) -> object:
     if isinstance(scope, RootWindow):
-        return "window"
+        return "wide window" if scope.last - scope.first >= WIDE_WINDOW else "window"
     return "list" if isinstance(scope, RootList) else scope
 
 

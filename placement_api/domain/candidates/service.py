@@ -20,7 +20,7 @@ from placement_api.domain.candidates.prelude import read_prelude
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.summaries import ProviderSummary, load_summaries
 from placement_api.domain.candidates.summary_rows import SummaryScope
-from placement_api.domain.candidates.windows import Finder, SearchSettings
+from placement_api.domain.candidates.windows import Finder, SearchSettings, holder_cap
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ async def find_candidates(
 ) -> CandidatesResult:
     """``second``: the unit of work's second connection, to read summaries
     ahead on (None: read after the search)."""
-    prelude = await read_prelude(session, request)
+    prelude = await read_prelude(session, request, holder_cap(request, settings))
     resolved = resolve(request, prelude.ids)
     if resolved is None:
         return CandidatesResult()

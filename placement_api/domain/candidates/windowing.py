@@ -42,12 +42,17 @@ class WindowPolicy:
     # At most this many trees or providers per candidate wanted are few: one
     # read of them all beats a series of windows.
     few_per_candidate: int = 4
+    # Windows sized from a yield take at most this many root ids: each is
+    # read provider by provider (``queries.FENCED_WINDOW``), so its cost
+    # follows its size, never the cloud's.
+    max_window: int = 4096
 
     def is_few(self, count: int, wanted: int) -> bool:
         return count <= self.few_per_candidate * wanted
 
     def start(self, wanted: int) -> Progress:
-        return Progress(wanted, max(int(self.per_candidate * wanted), self.min_window))
+        size = max(int(self.per_candidate * wanted), self.min_window)
+        return Progress(wanted, min(size, self.max_window))
 
     def after(self, progress: Progress, found: int) -> Progress:
         """The progress once the next window has yielded ``found`` candidates."""
@@ -63,7 +68,8 @@ class WindowPolicy:
         if found == 0:
             return sys.maxsize
         per_root_id = found / scanned
-        return max(int(self.per_candidate * (wanted - found) / per_root_id), self.min_window)
+        size = max(int(self.per_candidate * (wanted - found) / per_root_id), self.min_window)
+        return min(size, self.max_window)
 
 
 POLICY = WindowPolicy()

@@ -6,7 +6,7 @@ docs/candidates.md."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import NamedTuple, cast
@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.domain.candidates import lookups, pacing, queries, windowing
 from placement_api.domain.candidates.combinations import Candidate, SearchRules
+from placement_api.domain.candidates.member_pages import MemberPages, narrowest_pages
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
 from placement_api.domain.candidates.options import SharingMap, TreeRule
 from placement_api.domain.candidates.planning import (
@@ -56,19 +57,47 @@ def _stop_after(request: CandidateRequest, settings: SearchSettings) -> int | No
     return min(bounds) if bounds else None
 
 
+def holder_cap(request: CandidateRequest, settings: SearchSettings) -> int | None:
+    """How many holders of each of the unsuffixed group's traits the prelude
+    reads: those of the first window's trees at most (more are read page by
+    page, ``MemberPages``); all of them when every tree is read anyway (no
+    limit, or shuffled)."""
+    stop_after = _stop_after(request, settings)
+    if stop_after is None or settings.randomize:
+        return None
+    return windowing.POLICY.start(stop_after).size
+
+
 class Found(NamedTuple):
     candidates: list[Candidate]
     # The root of every provider the rows named.
     root_of: dict[int, int]
 
 
-def _listed_trees(roots: tuple[int, ...], done: int, size: int) -> Window | None:
+async def _listed_trees(roots: tuple[int, ...], done: int, size: int) -> Window | None:
     return RootList(roots[done : done + size]) if done < len(roots) else None
 
 
-def _tree_range(first: int, last: int, done: int, size: int) -> Window | None:
+async def _tree_range(first: int, last: int, done: int, size: int) -> Window | None:
     start = first + done
     return RootWindow(start, min(start + size - 1, last)) if start <= last else None
+
+
+def _few_filter(
+    policy: windowing.WindowPolicy,
+    wanted: int,
+    trait_sets: list[frozenset[int]],
+    aggregate_sets: list[frozenset[int]],
+    members: tuple[int, ...],
+) -> FewFilter | None:
+    """Of the filters applied in SQL, the one leaving the fewest providers
+    (``members``, counted in that order), if they are few."""
+    if not members or not policy.is_few(min(members), wanted):
+        return None
+    narrowest = members.index(min(members))
+    if narrowest < len(trait_sets):
+        return ("trait", trait_sets[narrowest])
+    return ("aggregate", aggregate_sets[narrowest - len(trait_sets)])
 
 
 class Finder:
@@ -91,8 +120,15 @@ class Finder:
         self.shuffle = random.shuffle if settings.randomize else None
         self.roots = prelude.roots
         self.all_sharing = prelude.sharing
-        # Holders of the unsuffixed group's required traits.
+        # Holders of the unsuffixed group's required traits, and which traits
+        # each provider read so far has of them (completed window by window
+        # for the traits whose holders the prelude cut at its cap).
         self._holders = prelude.holders
+        self._provider_traits = dict(prelude.holders.traits)
+        # The providers whose traits of those are known (when some were cut).
+        self._traits_known: set[int] = set()
+        # The pages of a filter's members the windows are drawn from, if any.
+        self._pages: MemberPages | None = None
         # Summaries read while the search runs (nested-aware, not shuffled).
         self.prefetch = prefetch
         # What the windows share: reads by group criteria and scope, tree
@@ -108,6 +144,8 @@ class Finder:
 
     async def _candidates(self) -> list[Candidate]:
         stop_after = None if self.shuffle is not None else self.stop_after
+        if self._holders.partial:
+            await self._complete_traits(self.all_sharing)
         if stop_after is None:
             # Without a limit, or to shuffle every tree, one read covers everything.
             return await self._in_window(None, self.stop_after, None)
@@ -115,39 +153,124 @@ class Finder:
         roots = self.anchors
         if roots is not None and policy.is_few(len(roots), stop_after):
             return await self._windowed(partial(_listed_trees, roots), policy, stop_after)
-        few_filter = await self._few_filter(policy, stop_after)
-        if few_filter is not None:
-            return await self._in_window(None, self.stop_after, few_filter)
+        if roots is None:
+            self._pages = self._tree_trait_pages()
+        trait_sets, aggregate_sets = self._filter_sets()
+        if self._pages is None and (trait_sets or aggregate_sets):
+            native_traits, native_aggregates = await self._native_filter_sets()
+            if native_traits or native_aggregates:
+                # A group no sharing provider can serve alone needs a provider
+                # of the tree's own that passes its filters: the trees of the
+                # narrowest such filter's members, page by page, are all there
+                # is to read.
+                members = await lookups.member_counts(
+                    self.session,
+                    native_traits,
+                    native_aggregates,
+                    up_to=policy.start(stop_after).size,
+                )
+                self._pages = narrowest_pages(
+                    self.session, native_traits, native_aggregates, members
+                )
+            else:
+                members = await lookups.member_counts(
+                    self.session,
+                    trait_sets,
+                    aggregate_sets,
+                    # A limit may be up to 19 digits; a count stops far below.
+                    up_to=min(policy.few_per_candidate * stop_after, MemberPages.LARGEST_PAGE - 1),
+                )
+                few_filter = _few_filter(policy, stop_after, trait_sets, aggregate_sets, members)
+                if few_filter is not None:
+                    return await self._in_window(None, self.stop_after, few_filter)
+        if self._pages is not None:
+            return await self._windowed(self._pages, policy, stop_after)
         return await self._windowed(partial(_tree_range, *self.roots), policy, stop_after)
 
-    async def _few_filter(self, policy: windowing.WindowPolicy, wanted: int) -> FewFilter | None:
-        """Of the other filters applied in SQL, the one leaving the fewest
-        providers (counted first), if they are few."""
+    async def _native_filter_sets(self) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
+        """The trait and aggregate sets (as ``_filter_sets``) of the groups
+        no sharing provider can serve alone: a suffixed group no sharing
+        provider meets, the unsuffixed group when they lack one of its
+        classes. Every candidate's tree holds a member of each."""
+        trait_sets: list[frozenset[int]] = []
+        aggregate_sets: list[frozenset[int]] = []
+        for group in self.resolved.groups:
+            if not (group.member_of or (group.granular and group.required)):
+                continue
+            if self.all_sharing:
+                shared = await self._group_rows(group, "sharing", None)
+                if group.granular and shared:
+                    continue
+                offered = {row[2] for row in cast(list[tuple[int, int, int]], shared)}
+                if not group.granular and group.amounts.keys() <= offered:
+                    continue
+            if group.granular:
+                trait_sets += group.required
+            aggregate_sets += group.member_of
+        return trait_sets, aggregate_sets
+
+    def _filter_sets(self) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
+        """The trait sets of the granular groups and every group's aggregate
+        sets, which the statements apply in SQL."""
         groups = self.resolved.groups
         trait_sets = [any_of for g in groups if g.granular for any_of in g.required]
         aggregate_sets = [any_of for g in groups for any_of in g.member_of]
-        members = await lookups.member_counts(self.session, trait_sets, aggregate_sets)
-        if not members or not policy.is_few(min(members), wanted):
+        return trait_sets, aggregate_sets
+
+    def _tree_trait_pages(self) -> MemberPages | None:
+        """Trees taken page by page from the holders of the unsuffixed
+        group's first tree trait set (when it has any, and the prelude's
+        capped read did not find their holders few)."""
+        tree_traits = [
+            any_of
+            for group in self.resolved.groups
+            if not group.granular
+            for any_of in self._tree_traits(group)
+        ]
+        if not tree_traits:
             return None
-        narrowest = members.index(min(members))
-        if narrowest < len(trait_sets):
-            return ("trait", trait_sets[narrowest])
-        return ("aggregate", aggregate_sets[narrowest - len(trait_sets)])
+        return MemberPages(self.session, "trait", tree_traits[0])
+
+    async def _complete_traits(self, providers: Iterable[int]) -> None:
+        """Which of the traits the prelude cut at its cap ``providers`` have,
+        in ``_provider_traits`` before a search reads them there."""
+        partial = self._holders.partial
+        unknown = set(providers) - self._traits_known
+        self._traits_known |= unknown
+        pages = self._pages
+        # One trait's pages list each holder once: every holder up to their
+        # place has been read, so a provider there not among them lacks it.
+        if (
+            pages is not None
+            and pages.kind == "trait"
+            and len(partial) == 1
+            and partial == pages.ids
+        ):
+            self._add_traits(pages.take_held())
+            unknown = {provider for provider in unknown if provider > pages.after}
+        if unknown:
+            self._add_traits(await lookups.traits_of(self.session, partial, unknown))
+
+    def _add_traits(self, found: dict[int, set[int]]) -> None:
+        for provider, traits in found.items():
+            self._provider_traits[provider] = self._provider_traits.get(
+                provider, frozenset()
+            ).union(traits)
 
     async def _windowed(
         self,
-        window_at: Callable[[int, int], Window | None],
+        window_at: Callable[[int, int], Awaitable[Window | None]],
         policy: windowing.WindowPolicy,
         stop_after: int,
     ) -> list[Candidate]:
         """Candidates window by window: ``window_at(done, size)`` is the window
-        of ``size`` trees after the first ``done``, or None past the last."""
+        of ``size`` trees (or members) after the first ``done``, or None past the last."""
         found: list[Candidate] = []
         progress = policy.start(stop_after)
-        while (
-            not progress.complete
-            and (window := window_at(progress.scanned, progress.size)) is not None
-        ):
+        while not progress.complete:
+            window = await window_at(progress.scanned, progress.size)
+            if window is None:
+                break
             more = await self._in_window(window, progress.still_wanted, None, progress.read_ahead)
             found += more
             progress = policy.after(progress, len(more))
@@ -157,12 +280,13 @@ class Finder:
     def anchors(self) -> tuple[int, ...] | None:
         """The roots of the only trees that can anchor a candidate, in order,
         as far as the unsuffixed group's tree traits tell (a tree must hold
-        one of each); None without tree traits."""
+        one of each); None without tree traits whose holders were all read."""
         holding = [
             self._holders.roots_having(any_of)
             for group in self.resolved.groups
             if not group.granular
             for any_of in self._tree_traits(group)
+            if self._holders.complete(any_of)
         ]
         return tuple(sorted(frozenset.intersection(*holding))) if holding else None
 
@@ -190,7 +314,7 @@ class Finder:
 
     def _tree_traits(self, group: ResolvedGroup) -> list[frozenset[int]]:
         """The unsuffixed group's trait sets that no sharing provider can cover."""
-        held = self._holders.traits
+        held = self._provider_traits
         sharing_traits = frozenset().union(*(held.get(p, ()) for p in self.all_sharing))
         return [any_of for any_of in group.required if not any_of & sharing_traits]
 
@@ -221,6 +345,8 @@ class Finder:
         rows = await self._rows(window, few_filter)
         if rows is None:
             return []
+        if self._holders.partial:
+            await self._complete_traits(row[0] for group_rows in rows for row in group_rows)
         found = self._of_single_providers(rows, window, wanted)
         if found is not None:
             return found
@@ -253,7 +379,7 @@ class Finder:
         found = single_provider_search(
             unsuffixed_plan(group),
             cast(list[tuple[int, int, int]], rows[0]),
-            self._holders.traits,
+            self._provider_traits,
             window,
             stop_after=wanted,
         )
@@ -278,7 +404,9 @@ class Finder:
         elif few_filter is not None:
             # The trees of the providers the filter leaves, one candidate each.
             assert wanted is not None
-            await self.prefetch.start_first_trees(*few_filter, wanted)
+            # A limit may be up to 19 digits; SQL takes an int4 there.
+            most = min(wanted, MemberPages.LARGEST_PAGE)
+            await self.prefetch.start_first_trees(*few_filter, most)
         else:
             await self.prefetch.start(self.anchors)
 
@@ -313,7 +441,7 @@ class Finder:
             same_subtrees=self.request.same_subtrees,
             nested_aware=self.request.nested_aware,
             headroom=headroom,
-            provider_traits=self._holders.traits,
+            provider_traits=self._provider_traits,
             root_of=root_of,
             parent_of=parent_of,
             sharing=sharing,

@@ -6,15 +6,29 @@ Providers and classes are plain ints here: classes VCPU=1, MEMORY=2, DISK=3, VF=
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import pytest
 
 from placement_api.domain.candidates.combinations import Candidate, GroupPlan, SearchRules
-from placement_api.domain.candidates.search import search
+from placement_api.domain.candidates.search import search_steps
 from placement_api.domain.candidates.single_provider import single_provider_search
 
 VCPU, MEMORY, DISK, VF = 1, 2, 3, 4
+
+
+def search(
+    plans: Sequence[GroupPlan],
+    rules: SearchRules,
+    anchors: Iterable[int],
+    *,
+    stop_after: int | None = None,
+    shuffle: Callable[[list[int]], None] | None = None,
+    seen: set[tuple[object, ...]] | None = None,
+) -> list[Candidate]:
+    """The search's candidates, all at once (the service takes them paced)."""
+    steps = search_steps(plans, rules, anchors, stop_after=stop_after, shuffle=shuffle, seen=seen)
+    return [candidate for candidate in steps if candidate is not None]
 
 
 def granular(suffix: str, amounts: dict[int, int], options: dict[int, list[int]]) -> GroupPlan:

@@ -318,17 +318,3 @@ def search_steps(
             if stop_after is not None and found >= stop_after:
                 return
         yield None
-
-
-def search(
-    plans: Sequence[GroupPlan],
-    rules: SearchRules,
-    anchors: Iterable[int],
-    *,
-    stop_after: int | None = None,
-    shuffle: Callable[[list[int]], None] | None = None,
-    seen: set[tuple[object, ...]] | None = None,
-) -> list[Candidate]:
-    """``search_steps``' candidates, all at once."""
-    steps = search_steps(plans, rules, anchors, stop_after=stop_after, shuffle=shuffle, seen=seen)
-    return [candidate for candidate in steps if candidate is not None]

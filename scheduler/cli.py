@@ -14,15 +14,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from flavors.amounts import placement_form
-from flavors.files import FlavorsFileError
 from placement_client.auth import SETUP_ERRORS, load_adapter
 from placement_client.environment import known_variables, warn_unknown_variables
 from placement_client.log_levels import LogLevel
 from placement_client.output import Format, FormatOption, emit, print_table
 from placement_client.program_version import VersionOption
 from scheduler import cli_moves
-from scheduler.cli_common import UrlOption, app, console, errors, reaching
-from scheduler.request.flavors_file import DEFAULT_FLAVORS_FILE, FLAVORS_FILE_VARIABLE, load_flavor
+from scheduler.cli_common import UrlOption, app, console, errors, reaching, request_from
+from scheduler.request.flavors_file import DEFAULT_FLAVORS_FILE, FLAVORS_FILE_VARIABLE
 from scheduler.request.spec import ScheduleRequest
 from scheduler.serving.render import render_decision, render_explanation
 from scheduler.serving.service_client import (
@@ -222,31 +221,10 @@ def schedule(
     }
     if image_arch:
         body["image_properties"] = {"hw_architecture": image_arch}
-    if flavor is not None:
-        try:
-            body["flavor"] = load_flavor(flavors_file, flavor).model_dump()
-        except FlavorsFileError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--flavor") from None
-    try:
-        request = ScheduleRequest.model_validate(body)
-    except ValidationError as exc:
-        raise typer.BadParameter(_problems(exc)) from None
+    request = request_from(ScheduleRequest, body, flavors_file, flavor)
     with reaching(url):
         code = asyncio.run(_schedule(url, request, as_json))
     raise typer.Exit(code)
-
-
-def _problems(error: ValidationError) -> str:
-    """The request's problems in a line, as the options that cause them say them."""
-    said = []
-    for problem in error.errors():
-        message = str(problem["msg"]).removeprefix("Value error, ")
-        where = ".".join(map(str, problem["loc"]))
-        said.append(f"{where}: {message}" if where else message)
-    text = "; ".join(said)
-    if "no resources" in text:
-        text += " (give --vcpus, --memory-mb, --disk-gb, --resource CLASS:N or --flavor NAME)"
-    return text
 
 
 async def _schedule(url: str, request: ScheduleRequest, as_json: bool) -> int:

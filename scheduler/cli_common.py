@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import httpx
 import typer
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
+from flavors.files import FlavorsFileError
+from scheduler.request.flavors_file import load_flavor
 from scheduler.serving.service_client import DEFAULT_URL
 
 app = typer.Typer(help="Placement scheduler service.", no_args_is_help=True, add_completion=False)
@@ -42,3 +46,35 @@ def reaching(url: str) -> Iterator[None]:
             soft_wrap=True,
         )
         raise typer.Exit(2) from None
+
+
+Request = TypeVar("Request", bound=BaseModel)
+
+
+def request_from(
+    model: type[Request], body: dict[str, Any], flavors_file: Path, flavor: str | None
+) -> Request:
+    """The request the options describe (``--flavor`` read from the flavors
+    file), or a usage error naming what is wrong with them."""
+    if flavor is not None:
+        try:
+            body["flavor"] = load_flavor(flavors_file, flavor).model_dump()
+        except FlavorsFileError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--flavor") from None
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise typer.BadParameter(_problems(exc)) from None
+
+
+def _problems(error: ValidationError) -> str:
+    """The request's problems in a line, as the options that cause them say them."""
+    said = []
+    for problem in error.errors():
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        where = ".".join(map(str, problem["loc"]))
+        said.append(f"{where}: {message}" if where else message)
+    text = "; ".join(said)
+    if "no resources" in text:
+        text += " (give --vcpus, --memory-mb, --disk-gb, --resource CLASS:N or --flavor NAME)"
+    return text

@@ -10,10 +10,9 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from flavors.files import FlavorsFileError
 from scheduler.answers.results import MoveFinished
-from scheduler.cli_common import UrlOption, app, console, errors, reaching
-from scheduler.request.flavors_file import DEFAULT_FLAVORS_FILE, FLAVORS_FILE_VARIABLE, load_flavor
+from scheduler.cli_common import UrlOption, app, console, errors, reaching, request_from
+from scheduler.request.flavors_file import DEFAULT_FLAVORS_FILE, FLAVORS_FILE_VARIABLE
 from scheduler.request.move import MoveRequest
 from scheduler.serving.render import render_explanation
 from scheduler.serving.service_client import (
@@ -52,15 +51,7 @@ def move(
         "resources": {name: n for name, n in resources.items() if n},
         "allow_same_host": allow_same_host,
     }
-    if flavor is not None:
-        try:
-            body["flavor"] = load_flavor(flavors_file, flavor).model_dump()
-        except FlavorsFileError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--flavor") from None
-    try:
-        request = MoveRequest.model_validate(body)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    request = request_from(MoveRequest, body, flavors_file, flavor)
     with reaching(url):
         code = asyncio.run(_move(url, request, as_json))
     raise typer.Exit(code)

@@ -3,7 +3,7 @@
 One ``ChangeFeed`` per application, started and closed by its lifespan: its
 one reader keeps the feed's tail (``feed_tail``) current, sequencing first
 on a PostgreSQL primary; ``ChangeSignal`` wakes this process's waiting
-readers, who are served from the tail; ``_Notifier`` and ``Listener``
+readers, who are served from the tail; ``Notifier`` and ``Listener``
 carry PostgreSQL's notifications between workers; a background task
 prunes. docs/changes.md, "How it works", says why.
 """
@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from typing import Any
 
-import asyncpg
 from sqlalchemy.engine import URL
 
 from placement_api import errors
 from placement_api.db.direct_connect import connect_arguments
-from placement_api.db.outage import StandbyMemory, is_read_only, is_unavailable
+from placement_api.db.outage import StandbyMemory
 from placement_api.db.session import SessionFactory, unit_of_work
-from placement_api.domain import changes, feed_index
+from placement_api.domain import feed_index
 from placement_api.domain.feed_index import FeedHead, FeedPage
+from placement_api.services.feed_connections import Listener, Notifier, Streak
 from placement_api.services.feed_tail import FeedTail
 from placement_api.settings import Settings
 
-LOG = logging.getLogger(__name__)
-# Between tries to LISTEN again: a new primary is followed within this.
-RECONNECT_DELAY = 0.25
 # Changes read per statement while the reader catches up.
 READ_BATCH = 1000
 
@@ -81,125 +77,6 @@ class ChangeSignal:
             asyncio.get_running_loop().call_soon(self._wake, waiters, end)
 
 
-def _setter(event: asyncio.Event) -> Any:
-    return lambda *_: event.set()
-
-
-class _Streak:
-    """Failures of one background loop in a row: the first is logged as a
-    warning, the rest quietly (a standby or a failover fails every try),
-    and the first success after them says the loop works again."""
-
-    def __init__(self, what: str) -> None:
-        self._what = what
-        self.failures = 0
-
-    def failed(self, exc: BaseException) -> None:
-        self.failures += 1
-        level = logging.WARNING if self.failures == 1 else logging.DEBUG
-        kind = type(exc).__name__
-        # A database away or read-only is expected; anything else may be a bug: its traceback.
-        expected = is_unavailable(exc) or is_read_only(exc)
-        LOG.log(
-            level,
-            "change feed: %s failed (%s: %s); retrying",
-            self._what,
-            kind,
-            exc,
-            exc_info=None if expected else exc,
-        )
-
-    def succeeded(self) -> None:
-        if self.failures:
-            LOG.warning("change feed: %s works again after %d failures", self._what, self.failures)
-        self.failures = 0
-
-
-class Listener:
-    """LISTEN on the feed's channel over a connection of its own, for as long as it runs."""
-
-    def __init__(self, connect: dict[str, Any], news: asyncio.Event) -> None:
-        self._connect = connect
-        self._news = news
-        self._streak = _Streak("LISTEN")
-
-    def _notified(self, *_: Any) -> None:
-        self._news.set()
-
-    async def run(self) -> None:
-        while True:
-            try:
-                await self._listen_until_lost()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                # Whatever the cause (no host answers, none is the primary yet, a
-                # standby refusing LISTEN), the loop lives on: readers poll meanwhile.
-                self._streak.failed(exc)
-            await asyncio.sleep(RECONNECT_DELAY)
-
-    async def _listen_until_lost(self) -> None:
-        connection = await asyncpg.connect(**self._connect)
-        lost = asyncio.Event()
-        connection.add_termination_listener(_setter(lost))
-        try:
-            await connection.add_listener(changes.NOTIFY_CHANNEL, self._notified)
-            self._streak.succeeded()
-            # Whatever committed while nobody listened: let the readers look.
-            self._news.set()
-            await lost.wait()
-            LOG.warning("change feed: LISTEN connection lost; reconnecting")
-        finally:
-            connection.terminate()
-
-
-class _Notifier:
-    """Tells every worker that this one's writes recorded changes: one NOTIFY
-    per wake-up at most, and at most one every ``interval`` seconds."""
-
-    def __init__(self, connect: dict[str, Any], interval: float) -> None:
-        # Nothing to lose in a crash, so the notification's own commit need not wait for disk.
-        self._connect = {
-            **connect,
-            "server_settings": {
-                **connect.get("server_settings", {}),
-                "synchronous_commit": "off",
-            },
-        }
-        self._interval = interval
-        self.wanted = asyncio.Event()
-        self._connection: asyncpg.Connection | None = None
-        self._streak = _Streak("NOTIFY")
-
-    async def run(self) -> None:
-        try:
-            while True:
-                await self.wanted.wait()
-                self.wanted.clear()
-                try:
-                    await self._notify()
-                    self._streak.succeeded()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    self._streak.failed(exc)
-                    await self._drop()
-                    await asyncio.sleep(RECONNECT_DELAY)
-                await asyncio.sleep(self._interval)
-        finally:
-            await self._drop()
-
-    async def _notify(self) -> None:
-        if self._connection is None or self._connection.is_closed():
-            self._connection = await asyncpg.connect(**self._connect)
-        await self._connection.execute("SELECT pg_notify($1, '')", changes.NOTIFY_CHANNEL)
-
-    async def _drop(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.terminate()
-
-
 class Slots:
     """A count of things under way, up to ``most``."""
 
@@ -234,7 +111,7 @@ class ChangeFeed:
         self._url = url
         self._postgresql = url.get_backend_name() == "postgresql"
         self._news = asyncio.Event()
-        self._notifier: _Notifier | None = None
+        self._notifier: Notifier | None = None
         # A refresh is wanted; the callers waiting for the next one to end.
         self._wanted = asyncio.Event()
         self._asking: list[asyncio.Future[None]] = []
@@ -245,7 +122,7 @@ class ChangeFeed:
     async def start(self) -> None:
         if self._postgresql:
             connect = connect_arguments(self._url, timeout=self.settings.database_connect_timeout)
-            self._notifier = _Notifier(connect, self.settings.changes_notify_interval)
+            self._notifier = Notifier(connect, self.settings.changes_notify_interval)
             self._start(Listener(connect, self._news).run(), "change-feed-listen")
             self._start(self._notifier.run(), "change-feed-notify")
             self._start(self._refresh_on_news(), "change-feed-news")
@@ -283,7 +160,7 @@ class ChangeFeed:
     async def _read_forever(self) -> None:
         """The worker's one reader: a refresh when asked (a request, news) and,
         while clients wait, every ``changes_poll_interval`` anyway."""
-        streak = _Streak("reading")
+        streak = Streak("reading")
         while True:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.settings.changes_poll_interval):
@@ -346,7 +223,7 @@ class ChangeFeed:
             return await feed_index.prune(session, self.settings.changes_retained)
 
     async def _prune_forever(self) -> None:
-        streak = _Streak("pruning")
+        streak = Streak("pruning")
         while True:
             await asyncio.sleep(self.settings.changes_prune_interval)
             if self._standby.now():

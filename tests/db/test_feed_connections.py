@@ -17,7 +17,7 @@ from sqlalchemy import text
 from placement_api.db.direct_connect import connect_arguments
 from placement_api.db.engine import create_engine
 from placement_api.domain import changes
-from placement_api.services.change_feed import Listener
+from placement_api.services.feed_connections import Listener
 from tests.support.databases import BACKENDS, PG_ADMIN_URL
 from tests.support.server import free_port
 

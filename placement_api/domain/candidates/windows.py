@@ -6,7 +6,7 @@ docs/candidates.md."""
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import NamedTuple, cast
@@ -32,6 +32,10 @@ from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search import search_steps
 from placement_api.domain.candidates.single_provider import single_provider_search
 from placement_api.domain.candidates.summary_rows import FilterKind
+from placement_api.domain.candidates.trait_completion import (
+    TraitCompletion,
+    native_filter_sets,
+)
 
 # A trait or aggregate filter on providers, when it leaves few: the trees
 # its providers are in are read whole, in one read.
@@ -121,12 +125,9 @@ class Finder:
         self.roots = prelude.roots
         self.all_sharing = prelude.sharing
         # Holders of the unsuffixed group's required traits, and which traits
-        # each provider read so far has of them (completed window by window
-        # for the traits whose holders the prelude cut at its cap).
+        # each provider read so far has of them.
         self._holders = prelude.holders
-        self._provider_traits = dict(prelude.holders.traits)
-        # The providers whose traits of those are known (when some were cut).
-        self._traits_known: set[int] = set()
+        self._traits = TraitCompletion(session, prelude.holders)
         # The pages of a filter's members the windows are drawn from, if any.
         self._pages: MemberPages | None = None
         # Summaries read while the search runs (nested-aware, not shuffled).
@@ -145,7 +146,7 @@ class Finder:
     async def _candidates(self) -> list[Candidate]:
         stop_after = None if self.shuffle is not None else self.stop_after
         if self._holders.partial:
-            await self._complete_traits(self.all_sharing)
+            await self._traits.complete_traits(self.all_sharing, self._pages)
         if stop_after is None:
             # Without a limit, or to shuffle every tree, one read covers everything.
             return await self._in_window(None, self.stop_after, None)
@@ -157,7 +158,11 @@ class Finder:
             self._pages = self._tree_trait_pages()
         trait_sets, aggregate_sets = self._filter_sets()
         if self._pages is None and (trait_sets or aggregate_sets):
-            native_traits, native_aggregates = await self._native_filter_sets()
+            native_traits, native_aggregates = await native_filter_sets(
+                self.resolved.groups,
+                self.all_sharing,
+                partial(self._group_rows, scope="sharing", few_filter=None),
+            )
             if native_traits or native_aggregates:
                 # A group no sharing provider can serve alone needs a provider
                 # of the tree's own that passes its filters: the trees of the
@@ -187,28 +192,6 @@ class Finder:
             return await self._windowed(self._pages, policy, stop_after)
         return await self._windowed(partial(_tree_range, *self.roots), policy, stop_after)
 
-    async def _native_filter_sets(self) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
-        """The trait and aggregate sets (as ``_filter_sets``) of the groups
-        no sharing provider can serve alone: a suffixed group no sharing
-        provider meets, the unsuffixed group when they lack one of its
-        classes. Every candidate's tree holds a member of each."""
-        trait_sets: list[frozenset[int]] = []
-        aggregate_sets: list[frozenset[int]] = []
-        for group in self.resolved.groups:
-            if not (group.member_of or (group.granular and group.required)):
-                continue
-            if self.all_sharing:
-                shared = await self._group_rows(group, "sharing", None)
-                if group.granular and shared:
-                    continue
-                offered = {row[2] for row in cast(list[tuple[int, int, int]], shared)}
-                if not group.granular and group.amounts.keys() <= offered:
-                    continue
-            if group.granular:
-                trait_sets += group.required
-            aggregate_sets += group.member_of
-        return trait_sets, aggregate_sets
-
     def _filter_sets(self) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
         """The trait sets of the granular groups and every group's aggregate
         sets, which the statements apply in SQL."""
@@ -230,32 +213,6 @@ class Finder:
         if not tree_traits:
             return None
         return MemberPages(self.session, "trait", tree_traits[0])
-
-    async def _complete_traits(self, providers: Iterable[int]) -> None:
-        """Which of the traits the prelude cut at its cap ``providers`` have,
-        in ``_provider_traits`` before a search reads them there."""
-        partial = self._holders.partial
-        unknown = set(providers) - self._traits_known
-        self._traits_known |= unknown
-        pages = self._pages
-        # One trait's pages list each holder once: every holder up to their
-        # place has been read, so a provider there not among them lacks it.
-        if (
-            pages is not None
-            and pages.kind == "trait"
-            and len(partial) == 1
-            and partial == pages.ids
-        ):
-            self._add_traits(pages.take_held())
-            unknown = {provider for provider in unknown if provider > pages.after}
-        if unknown:
-            self._add_traits(await lookups.traits_of(self.session, partial, unknown))
-
-    def _add_traits(self, found: dict[int, set[int]]) -> None:
-        for provider, traits in found.items():
-            self._provider_traits[provider] = self._provider_traits.get(
-                provider, frozenset()
-            ).union(traits)
 
     async def _windowed(
         self,
@@ -314,7 +271,7 @@ class Finder:
 
     def _tree_traits(self, group: ResolvedGroup) -> list[frozenset[int]]:
         """The unsuffixed group's trait sets that no sharing provider can cover."""
-        held = self._provider_traits
+        held = self._traits.provider_traits
         sharing_traits = frozenset().union(*(held.get(p, ()) for p in self.all_sharing))
         return [any_of for any_of in group.required if not any_of & sharing_traits]
 
@@ -346,7 +303,9 @@ class Finder:
         if rows is None:
             return []
         if self._holders.partial:
-            await self._complete_traits(row[0] for group_rows in rows for row in group_rows)
+            await self._traits.complete_traits(
+                (row[0] for group_rows in rows for row in group_rows), self._pages
+            )
         found = self._of_single_providers(rows, window, wanted)
         if found is not None:
             return found
@@ -379,7 +338,7 @@ class Finder:
         found = single_provider_search(
             unsuffixed_plan(group),
             cast(list[tuple[int, int, int]], rows[0]),
-            self._provider_traits,
+            self._traits.provider_traits,
             window,
             stop_after=wanted,
         )
@@ -441,7 +400,7 @@ class Finder:
             same_subtrees=self.request.same_subtrees,
             nested_aware=self.request.nested_aware,
             headroom=headroom,
-            provider_traits=self._provider_traits,
+            provider_traits=self._traits.provider_traits,
             root_of=root_of,
             parent_of=parent_of,
             sharing=sharing,

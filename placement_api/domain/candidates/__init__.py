@@ -2,7 +2,8 @@
 
 ``request`` turns the query string into a ``CandidateRequest`` (pure);
 ``names`` resolves its names to ids; ``queries`` reads, per request group,
-the providers that can serve it and ``lookups`` what else the search needs
+the providers that can serve it (``provider_filters``: in which scope, left
+out by which filters) and ``lookups`` what else the search needs
 (sharing providers and the trees they serve, headroom, parents in trees);
 ``options`` arranges providers per anchor tree (pure); ``planning`` builds
 each group's plan and the sharing providers' rules; ``combinations`` holds

@@ -22,7 +22,8 @@ from sqlalchemy.orm import InstrumentedAttribute
 from placement_api.db.driver import fetch_all, id_in
 from placement_api.db.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
 from placement_api.domain.candidates.fetching import IdColumn, T, chunked, id_batches
-from placement_api.domain.candidates.queries import Window, root_of, scope_condition
+from placement_api.domain.candidates.provider_filters import Window, scope_condition
+from placement_api.domain.candidates.queries import root_of
 from placement_api.domain.candidates.summary_rows import FilterKind
 
 

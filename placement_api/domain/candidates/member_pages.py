@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.domain.candidates import lookups
-from placement_api.domain.candidates.queries import RootList, Window
+from placement_api.domain.candidates.provider_filters import RootList, Window
 from placement_api.domain.candidates.summary_rows import FilterKind
 
 

@@ -20,7 +20,7 @@ from placement_api.domain.candidates.options import (
     granular_options,
     unsuffixed_options,
 )
-from placement_api.domain.candidates.queries import Window
+from placement_api.domain.candidates.provider_filters import Window
 
 Rows = list[tuple[int, int]] | list[tuple[int, int, int]]
 

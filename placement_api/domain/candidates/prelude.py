@@ -48,7 +48,8 @@ from placement_api.db.models import (
 )
 from placement_api.domain.candidates.fetching import IdColumn
 from placement_api.domain.candidates.names import KnownIds
-from placement_api.domain.candidates.queries import root_of, sharing_ids
+from placement_api.domain.candidates.provider_filters import sharing_ids
+from placement_api.domain.candidates.queries import root_of
 from placement_api.domain.candidates.request import CandidateRequest
 
 # Row kinds: a name and its id, or a fact about the providers.

@@ -8,105 +8,38 @@ of a tree. Capacity is ``capacity.fits_clause`` on the inventory row (its
 ``used`` column is kept current by every allocation write), so no query
 re-aggregates allocations.
 
-Rows of sharing providers are kept even when their own root fails a
-tree-level rule (``root_required``, forbidden aggregates): they may still
-serve other trees, which ``options`` decides per anchor.
+Which providers a statement reads (its scope) and the filters that leave
+providers out are ``provider_filters``'.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 
-import os_traits
-from sqlalchemy import (
-    ColumnElement,
-    Integer,
-    Select,
-    and_,
-    any_,
-    bindparam,
-    exists,
-    func,
-    or_,
-    select,
-    true,
-)
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.selectable import LateralFromClause, Subquery
 from sqlalchemy.util import LRUCache
 
-from placement_api.db.driver import AnySelect, Ts, fetch_all, in_bound_list
+from placement_api.db.driver import AnySelect, fetch_all
 from placement_api.db.engine_caches import caches_of
-from placement_api.db.models import (
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceProvider,
-    Trait,
-)
+from placement_api.db.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
 from placement_api.domain.candidates.fetching import IdColumn
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
+from placement_api.domain.candidates.provider_filters import (
+    WIDE_WINDOW,
+    RootList,
+    RootWindow,
+    RowScope,
+    Window,
+    in_scope,
+    outside_aggregates,
+    provider_filters,
+    tree_level,
+    with_traits,
+)
 from placement_api.domain.capacity import fits_clause
-
-
-@dataclass(frozen=True)
-class RootWindow:
-    """Only trees whose root id is in [first, last]."""
-
-    first: int
-    last: int
-
-    def __contains__(self, root: int) -> bool:
-        return self.first <= root <= self.last
-
-    def parameters(self) -> dict[str, int]:
-        """Values for the bounds statements bind (see ``_scope_condition``)."""
-        return {"window_first": self.first, "window_last": self.last}
-
-
-@dataclass(frozen=True)
-class RootList:
-    """Only the trees with these roots (trees the request's filters leave)."""
-
-    roots: tuple[int, ...]
-    members: frozenset[int] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "members", frozenset(self.roots))
-
-    def __contains__(self, root: int) -> bool:
-        return root in self.members
-
-    def parameters(self) -> dict[str, list[int]]:
-        return {"window_roots": list(self.roots)}
-
-
-# Windows of root ids up to this size read inventory provider by provider.
-FENCED_WINDOW = 4096
-# Windows of root ids this wide or wider are planned as they are, not read
-# through their providers materialised first (hundreds of thousands of ids).
-WIDE_WINDOW = 65536
-
-# Which rows a group statement reads: every tree (None), the trees of a
-# window of root ids or of a list of roots, or only sharing providers (which
-# serve trees anywhere).
-Window = RootWindow | RootList
-RowScope = Window | Literal["sharing"] | None
-
-
-def sharing_ids() -> Select[int]:
-    shares = select(Trait.id).where(Trait.name == os_traits.MISC_SHARES_VIA_AGGREGATE)
-    return select(ProviderTrait.resource_provider_id).where(
-        ProviderTrait.trait_id == shares.scalar_subquery()
-    )
-
-
-def _with_traits(column: IdColumn, trait_ids: Iterable[int]) -> ColumnElement[bool]:
-    return column.in_(
-        select(ProviderTrait.resource_provider_id).where(ProviderTrait.trait_id.in_(trait_ids))
-    )
 
 
 def _in_aggregates(column: IdColumn, aggregate_ids: Iterable[int]) -> ColumnElement[bool]:
@@ -117,51 +50,12 @@ def _in_aggregates(column: IdColumn, aggregate_ids: Iterable[int]) -> ColumnElem
     )
 
 
-def _without_traits(column: IdColumn, trait_ids: Iterable[int]) -> ColumnElement[bool]:
-    """None of the traits. ``NOT EXISTS``, not ``NOT IN``: PostgreSQL must
-    answer ``NOT IN`` from a hash of every holder, where an anti-join may
-    probe the few providers a window holds."""
-    return ~exists().where(
-        ProviderTrait.resource_provider_id == column, ProviderTrait.trait_id.in_(trait_ids)
-    )
-
-
-def _outside_aggregates(column: IdColumn, aggregate_ids: Iterable[int]) -> ColumnElement[bool]:
-    """In none of the aggregates (``NOT EXISTS``, as ``_without_traits``)."""
-    return ~exists().where(
-        ProviderAggregate.resource_provider_id == column,
-        ProviderAggregate.aggregate_id.in_(aggregate_ids),
-    )
-
-
 def _has_all(column: IdColumn, groups: Sequence[frozenset[int]]) -> ColumnElement[bool]:
-    return and_(true(), *(_with_traits(column, ids) for ids in groups))
+    return and_(true(), *(with_traits(column, ids) for ids in groups))
 
 
 def _member_of_all(column: IdColumn, member_of: Sequence[frozenset[int]]) -> ColumnElement[bool]:
     return and_(true(), *(_in_aggregates(column, ids) for ids in member_of))
-
-
-def root_rule(request: ResolvedRequest, root: IdColumn) -> ColumnElement[bool]:
-    """``root_required``: the tree's root has these traits and lacks those."""
-    conditions = [_with_traits(root, [trait]) for trait in sorted(request.root_required)]
-    if request.root_forbidden:
-        conditions.append(_without_traits(root, request.root_forbidden))
-    return and_(true(), *conditions)
-
-
-def _tree_level(
-    rule: ColumnElement[bool], provider: IdColumn, scope: RowScope
-) -> ColumnElement[bool]:
-    """A rule on the tree of a row's provider. Sharing providers serve other
-    trees too, so their rows are exempt and ``options`` checks the rule per
-    tree they serve: a window leaves their rows out (they are read on their
-    own), the sharing scope skips the rule, a full read waives it for them."""
-    if isinstance(scope, Window):
-        return rule
-    if scope == "sharing":
-        return true()
-    return or_(rule, provider.in_(sharing_ids()))
 
 
 def root_id() -> ColumnElement[int]:
@@ -182,54 +76,6 @@ def _tree_has_trait(any_of: frozenset[int], root: IdColumn) -> ColumnElement[boo
         .join(ProviderTrait, ProviderTrait.resource_provider_id == ResourceProvider.id)
         .where(ProviderTrait.trait_id.in_(any_of))
     )
-
-
-def scope_condition(
-    scope: RowScope, dialect: str, bounds_in_text: bool = False
-) -> ColumnElement[bool]:
-    """The providers in scope; a window's bounds are bound when the statement
-    runs (``window.parameters()``), so that one statement serves every window.
-    ``bounds_in_text`` writes them into its text instead, so that PostgreSQL
-    plans it for them: a plan made once for any bounds (which it switches to
-    after a few runs) assumes a few dozen providers, and reads a wide
-    window's inventory provider by provider, several times slower."""
-    if scope is None:
-        return true()
-    if scope == "sharing":
-        if dialect == "postgresql":
-            # As an array computed first: the planner then expects a few ids
-            # and probes them, where for IN it guesses thousands and scans
-            # every provider.
-            return ResourceProvider.id == any_(func.array(sharing_ids().scalar_subquery()))
-        return ResourceProvider.id.in_(sharing_ids())
-    if isinstance(scope, RootList):
-        return in_bound_list(ResourceProvider.root_provider_id, "window_roots", dialect)
-    return ResourceProvider.root_provider_id.between(
-        bindparam("window_first", type_=Integer, literal_execute=bounds_in_text),
-        bindparam("window_last", type_=Integer, literal_execute=bounds_in_text),
-    )
-
-
-def _in_scope(statement: Select[*Ts], scope: RowScope, fenced: bool, dialect: str) -> Select[*Ts]:
-    """Limit rows to the scope's providers.
-
-    Planners misjudge how many inventory rows the capacity test keeps (far
-    too few), and then scan every inventory row of a class to find a scope's
-    few. Fenced statements read inventory per provider, so a plain condition
-    does; otherwise the scope's providers are materialised and read first.
-    """
-    if scope is None:
-        return statement
-    if fenced:
-        return statement.where(scope_condition(scope, dialect))
-    if isinstance(scope, RootWindow) and scope.last - scope.first >= WIDE_WINDOW:
-        # The rest of the trees at once (nothing found so far, a rare class):
-        # with the bounds in its text the planner sees how many providers
-        # they hold, and finds a rare class through its index.
-        return statement.where(scope_condition(scope, dialect, bounds_in_text=True))
-    chosen = select(ResourceProvider.id).where(scope_condition(scope, dialect, bounds_in_text=True))
-    providers = chosen.cte("scope_providers").prefix_with("MATERIALIZED")
-    return statement.join(providers, providers.c[0] == ResourceProvider.id)
 
 
 def _fits_one(amounts: dict[int, int]) -> ColumnElement[bool]:
@@ -258,22 +104,6 @@ def _fitting(
     return subquery, subquery.c.resource_provider_id == ResourceProvider.id
 
 
-def _provider_filters(
-    group: ResolvedGroup, request: ResolvedRequest, scope: RowScope
-) -> list[ColumnElement[bool]]:
-    provider, root = ResourceProvider.id, ResourceProvider.root_provider_id
-    conditions: list[ColumnElement[bool]] = []
-    if group.forbidden:
-        conditions.append(_without_traits(provider, group.forbidden))
-    if group.forbidden_aggregates:
-        conditions.append(_outside_aggregates(provider, group.forbidden_aggregates))
-    if group.tree_root is not None:
-        conditions.append(root == group.tree_root)
-    if request.root_required or request.root_forbidden:
-        conditions.append(_tree_level(root_rule(request, root), provider, scope))
-    return conditions
-
-
 def granular_statement(
     group: ResolvedGroup,
     request: ResolvedRequest,
@@ -283,14 +113,14 @@ def granular_statement(
 ) -> Select[int, int]:
     """Providers that alone meet a suffixed group: every class, trait and aggregate."""
     provider = ResourceProvider.id
-    statement = _in_scope(
+    statement = in_scope(
         select(provider, root_id()).select_from(ResourceProvider), scope, fenced, dialect
     )
     # One inventory row per class, found by the (provider, class) key.
     for index, (class_id, amount) in enumerate(sorted(group.amounts.items())):
         item, condition = _fitting({class_id: amount}, fenced, f"fitting_{index}")
         statement = statement.join(item, condition)
-    conditions = _provider_filters(group, request, scope)
+    conditions = provider_filters(group, request, scope)
     conditions.append(_has_all(provider, group.required))
     conditions.append(_member_of_all(provider, group.member_of))
     return statement.where(*conditions).order_by(provider)
@@ -312,17 +142,17 @@ def unsuffixed_statement(
     sharing provider has, so a tree must hold one of each itself.
     """
     provider, root = ResourceProvider.id, ResourceProvider.root_provider_id
-    conditions = _provider_filters(group, request, scope)
+    conditions = provider_filters(group, request, scope)
     if group.member_of:
         # An aggregate on the root spans its whole tree.
         conditions.append(
             or_(_member_of_all(provider, group.member_of), _member_of_all(root, group.member_of))
         )
     if group.forbidden_aggregates:
-        banned = _outside_aggregates(root, group.forbidden_aggregates)
-        conditions.append(_tree_level(banned, provider, scope))
+        banned = outside_aggregates(root, group.forbidden_aggregates)
+        conditions.append(tree_level(banned, provider, scope))
     for any_of in tree_traits:
-        conditions.append(_tree_level(_tree_has_trait(any_of, root), provider, scope))
+        conditions.append(tree_level(_tree_has_trait(any_of, root), provider, scope))
     item, condition = _fitting(group.amounts, fenced, "fitting")
     statement = (
         select(item.c.resource_provider_id, root_id(), item.c.resource_class_id)
@@ -330,10 +160,14 @@ def unsuffixed_statement(
         .join(item, condition)
     )
     return (
-        _in_scope(statement, scope, fenced, dialect)
+        in_scope(statement, scope, fenced, dialect)
         .where(*conditions)
         .order_by(root, item.c.resource_provider_id)
     )
+
+
+# Windows of root ids up to this size read inventory provider by provider.
+FENCED_WINDOW = 4096
 
 
 def _fenced(dialect: str, scope: RowScope, narrow: bool) -> bool:

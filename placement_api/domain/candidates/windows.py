@@ -27,7 +27,7 @@ from placement_api.domain.candidates.planning import (
 )
 from placement_api.domain.candidates.prefetch import Prefetch
 from placement_api.domain.candidates.prelude import Prelude
-from placement_api.domain.candidates.queries import RootList, RootWindow, RowScope, Window
+from placement_api.domain.candidates.provider_filters import RootList, RootWindow, RowScope, Window
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search import search_steps
 from placement_api.domain.candidates.single_provider import single_provider_search

@@ -28,7 +28,8 @@ from placement_api.db.models import (
     ResourceClass,
     ResourceProvider,
 )
-from placement_api.domain.candidates.queries import root_id, sharing_ids
+from placement_api.domain.candidates.provider_filters import sharing_ids
+from placement_api.domain.candidates.queries import root_id
 from placement_api.domain.capacity import LIMIT_COLUMNS, shown_capacity
 
 # An inventory row: provider, class, then LIMIT_COLUMNS (total, reserved,

@@ -220,6 +220,26 @@ def commit_on_driver(session: Session) -> bool:
     return True
 
 
+_WAL_POSITION = "SELECT CAST(pg_current_wal_lsn() AS text)"
+
+
+def position_after_commit(session: Session) -> str | None:
+    """The primary's WAL position, read on the connection ``commit_on_driver``
+    just committed on, before the session releases it: past the commit
+    record, for one round trip and no second connection. Run in a greenlet.
+    None when it cannot be read there (the connection is then closed, never
+    pooled again): the caller asks another connection.
+
+    Outside a transaction asyncpg runs the statement on its own, and the
+    adapter, which began none, has nothing to roll back on release."""
+    _, driver, connection = session.info[_DRIVER]
+    try:
+        with _invalidated_on_failure(connection):
+            return str(await_(driver.fetchval(_WAL_POSITION)))
+    except Exception:
+        return None
+
+
 async def driver_in_transaction(connection: AsyncConnection) -> Any:
     """The asyncpg connection under ``connection``, inside its transaction
     (begun now if it was not yet; none in autocommit)."""

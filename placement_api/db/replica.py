@@ -61,7 +61,8 @@ class Replica:
         return ReplicaRead(self, after)
 
     async def position(self) -> str:
-        """The primary's WAL position now: past every commit that returned."""
+        """The primary's WAL position now: past every commit that returned
+        (for a write whose own connection did not give it, ``UnitOfWork.written``)."""
         async with UnitOfWork(self.primary, write=False) as session:
             return str(await session.scalar(_WRITTEN))
 

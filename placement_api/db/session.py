@@ -19,7 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session
 from sqlalchemy.util import greenlet_spawn
 
-from placement_api.db.driver import DIRECT, commit_on_driver, open_on_driver
+from placement_api.db.driver import (
+    DIRECT,
+    commit_on_driver,
+    open_on_driver,
+    position_after_commit,
+)
 from placement_api.db.engine import WRITE_OPTION, WriteQueue, write_queue
 from placement_api.db.second_connection import SecondConnection
 
@@ -74,10 +79,12 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         "_factory",
         "_observe_wait",
         "_on_driver",
+        "_position",
         "_queue",
         "_second",
         "_session",
         "_write",
+        "written",
     )
 
     def __init__(
@@ -86,6 +93,7 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         *,
         write: bool,
         committed: Callable[[AsyncSession], None] | None = None,
+        position: bool = False,
     ) -> None:
         self._factory = factory
         self._write = write
@@ -100,6 +108,11 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
         # Begun and committed on asyncpg directly, unless start-up found it unusable.
         self._on_driver = postgresql and DIRECT.usable
         self._second: SecondConnection | None = None
+        # ``position``: read the primary's WAL position once committed, on the
+        # transaction's own connection (``written``; None when it was not read
+        # there: not on the driver, or the read failed).
+        self._position = position and self._on_driver
+        self.written: str | None = None
 
     async def __aenter__(self) -> AsyncSession:
         started = time.perf_counter()
@@ -148,8 +161,12 @@ class UnitOfWork(AbstractAsyncContextManager[AsyncSession]):
                 # Committed and closed in one pass into SQLAlchemy's synchronous
                 # session (``AsyncSession.commit`` and ``close`` are a greenlet each),
                 # on PostgreSQL by the driver (``driver.commit_on_driver``).
-                await greenlet_spawn(
-                    _finish, session.sync_session, not self._autocommit, self._on_driver
+                self.written = await greenlet_spawn(
+                    _finish,
+                    session.sync_session,
+                    not self._autocommit,
+                    self._on_driver,
+                    self._position,
                 )
             else:
                 await session.rollback()
@@ -173,9 +190,15 @@ def unit_of_work(factory: SessionFactory, *, write: bool) -> UnitOfWork:
     return UnitOfWork(factory, write=write)
 
 
-def _finish(session: Session, commit: bool, on_driver: bool) -> None:
-    if commit and not (on_driver and commit_on_driver(session)):
-        session.commit()
+def _finish(session: Session, commit: bool, on_driver: bool, position: bool) -> str | None:
+    written = None
+    if commit:
+        if on_driver and commit_on_driver(session):
+            if position:
+                written = position_after_commit(session)
+        else:
+            session.commit()
     # Its connection is released (committed) or idle (autocommit): closing
     # it waits for nothing.
     session.close()
+    return written

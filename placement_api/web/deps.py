@@ -68,7 +68,11 @@ class Database:
         return self.replica.read(wanted)
 
     def write(self) -> AbstractAsyncContextManager[AsyncSession]:
-        unit = UnitOfWork(self.session_factory, write=True, committed=self._committed)
+        # With a standby, the answer names the write's position (a request's only).
+        position = self.replica is not None and read_after.CURRENT.get() is not None
+        unit = UnitOfWork(
+            self.session_factory, write=True, committed=self._committed, position=position
+        )
         if self.replica is None:
             return _on_primary(unit)
         return _positioned(unit, self.replica)
@@ -90,11 +94,16 @@ async def _on_primary(unit: UnitOfWork) -> AsyncIterator[AsyncSession]:
 
 @asynccontextmanager
 async def _positioned(unit: UnitOfWork, replica: Replica) -> AsyncIterator[AsyncSession]:
-    """A write whose answer carries the primary's position once it committed."""
+    """A write whose answer carries the primary's position once it committed:
+    read on the write's own connection after its COMMIT, else (the public
+    path, or that read failed) through a unit of work of its own."""
     async with unit as session:
         yield session
     state = read_after.CURRENT.get()
     if state is None:
+        return
+    if unit.written is not None:
+        state.written = unit.written
         return
     try:
         state.written = await replica.position()

@@ -1,12 +1,19 @@
 """``X-Placement-Read-After`` on an API without a read URL: every successful
 write answers with it, and a read sending it back is answered (from the
-primary, the only place this API reads)."""
+primary, the only place this API reads). With a read URL, a write's position
+is read on its own connection."""
 
 from __future__ import annotations
 
 import uuid
 
-from tests.support.client import PlacementClient
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from placement_api.db.replica import POSITION, Replica
+from placement_api.settings import Settings
+from tests.support import databases
+from tests.support.client import PlacementClient, app_client
 
 HEADER = "X-Placement-Read-After"
 
@@ -37,3 +44,28 @@ async def test_a_malformed_position_is_a_400_naming_the_header(api: PlacementCli
     response = await api.get("/resource_providers", headers={HEADER: "yesterday"})
     assert response.status_code == 400
     assert HEADER in response.json()["errors"][0]["detail"]
+
+
+async def test_a_writes_position_is_read_on_its_own_connection_after_its_commit(
+    settings: Settings, backend: str, cleaner: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a read URL (here the primary itself, always current), a write
+    answers its WAL position without a unit of work of its own on the primary."""
+    if backend != "postgresql":
+        pytest.skip("a read URL is PostgreSQL's")
+
+    async def second_unit(self: Replica) -> str:
+        raise AssertionError("the position was read through a second unit of work")
+
+    monkeypatch.setattr(Replica, "position", second_unit)
+    try:
+        async with app_client(settings, database_read_url=settings.database_url) as api:
+            name = f"rp-{uuid.uuid4().hex[:8]}"
+            created = await api.post("/resource_providers", json={"name": name})
+            assert created.status_code == 200, created.text
+            position = created.headers[HEADER]
+            assert POSITION.fullmatch(position), position
+            read = await api.get(f"/resource_providers?name={name}", headers={HEADER: position})
+            assert [p["name"] for p in read.json()["resource_providers"]] == [name]
+    finally:
+        await databases.clean(cleaner)

@@ -35,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import candidates_bench as candidates
 import candidates_servers as servers
+from candidates_setup import Options
+from candidates_timing import QueryResult, SizeFacts
 
 HERE = Path(__file__).resolve().parent
 # Issue #29's goals.
@@ -54,8 +56,8 @@ class ClaimsFigure:
 
 def _candidates(
     args: argparse.Namespace,
-) -> tuple[list[candidates.QueryResult], list[candidates.SizeFacts]]:
-    options = candidates.Options(
+) -> tuple[list[QueryResult], list[SizeFacts]]:
+    options = Options(
         sizes=args.sizes,
         variants=args.variants,
         reps=args.reps,
@@ -71,8 +73,8 @@ def _candidates(
         out_dir=args.out_dir,
     )
     upstream_bin = servers.ensure_upstream_venv() if args.upstream_up_to > 0 else None
-    results: list[candidates.QueryResult] = []
-    facts: list[candidates.SizeFacts] = []
+    results: list[QueryResult] = []
+    facts: list[SizeFacts] = []
     for variant in args.variants:
         print(variant, flush=True)
         with_upstream = replace(options, upstream=upstream_bin is not None)
@@ -104,7 +106,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def _queries_table(results: list[candidates.QueryResult]) -> list[str]:
+def _queries_table(results: list[QueryResult]) -> list[str]:
     lines = [
         "| variant | query | N | p50 ms | p95 ms | as shipped p50 ms | upstream p50 ms "
         "| upstream / ours |",
@@ -124,7 +126,7 @@ def _queries_table(results: list[candidates.QueryResult]) -> list[str]:
     return lines
 
 
-def _facts_table(facts: list[candidates.SizeFacts]) -> list[str]:
+def _facts_table(facts: list[SizeFacts]) -> list[str]:
     lines = [
         "| variant | N | API worker RSS MB | database MB |",
         "|---|---:|---:|---:|",
@@ -154,7 +156,7 @@ def _goal(met: bool, text: str) -> str:
     return f"- {'met' if met else '**not met**'}: {text}"
 
 
-def goals(results: list[candidates.QueryResult], claims: list[ClaimsFigure]) -> list[str]:
+def goals(results: list[QueryResult], claims: list[ClaimsFigure]) -> list[str]:
     """Issue #29's goals, each met or not, from this run's figures."""
     lines: list[str] = []
     by_key = {(r.variant, r.query, r.hosts): r for r in results}

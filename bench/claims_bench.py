@@ -50,7 +50,6 @@ import subprocess
 import sys
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -58,129 +57,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import candidates_data as data
 import candidates_servers as servers
 
-from bench import claims_db, claims_floor, claims_race
+from bench import claims_race
 from bench import claims_report as report
-from bench.change_feed_bench import baseline_tree
-from bench.claims_load import (
-    FLAVOR,
-    PostClaims,
-    PutClaims,
-    Reads,
-    Tally,
-    Workload,
-    run_block,
-    warm_up,
-)
-from bench.lean_http import Connection
+from bench import claims_sections as sections
+from bench.claims_sections import HEADERS
+from bench.claims_targets import start
 from placement_api.settings import Settings
-
-HEADERS = {**servers.HEADERS, "openstack-api-version": "placement 1.39"}
-
-
-@dataclass
-class Target:
-    name: str
-    url: str
-    database: str
-    dsn: str
-    pids: set[int]
-    keep_alive: bool
-    ours: bool
-
-
-async def _sessions(options: argparse.Namespace, target: Target) -> int:
-    return await claims_db.sessions(options.pg_url, target.database) if target.database else 0
-
-
-async def _section(
-    options: argparse.Namespace,
-    targets: list[Target],
-    name: str,
-    work: Workload,
-    clients: int,
-    *,
-    claims: bool,
-) -> list[report.Outcome]:
-    pools = {
-        t.name: [Connection(t.url, HEADERS, keep_alive=t.keep_alive) for _ in range(clients)]
-        for t in targets
-    }
-    for target in targets:
-        await warm_up(pools[target.name], work)
-        if claims:
-            await claims_db.reset(target.dsn, ours=target.ours)
-    await asyncio.sleep(1.0)  # sessions are counted once their backend reports
-    sessions = {t.name: await _sessions(options, t) for t in targets}
-    tallies = {target.name: Tally() for target in targets}
-    for turn in range(options.rounds):
-        # Alternate who goes first, so neither always meets a warmer machine.
-        for target in targets if turn % 2 == 0 else targets[::-1]:
-            backends = (
-                await claims_db.backend_pids(options.pg_url, target.database)
-                if target.database
-                else set()
-            )
-            await run_block(
-                pools[target.name],
-                work,
-                options.block_seconds,
-                target.pids,
-                tallies[target.name],
-                backends,
-            )
-    for pool in pools.values():
-        for connection in pool:
-            await connection.close()
-    await asyncio.sleep(1.0)
-    outcomes = []
-    for target in targets:
-        opened = await _sessions(options, target) - sessions[target.name]
-        outcome = report.Outcome(name, target.name, tallies[target.name], opened)
-        if claims:
-            outcome.check = await claims_db.check(target.dsn, ours=target.ours)
-            outcome.verified = outcome.check.right(outcome.tally.claims, len(FLAVOR))
-        outcomes.append(outcome)
-        print(report.line(outcome, claims), flush=True)
-    return outcomes
-
-
-async def _measure(
-    options: argparse.Namespace,
-    targets: list[Target],
-    dataset: data.Dataset,
-    floor: Target | None,
-) -> list[report.Outcome]:
-    providers = [uuid for _, uuid, _, _, _ in dataset.providers]
-    reads = {
-        "GET /resource_providers/{u}/inventories": [
-            f"/resource_providers/{uuid}/inventories" for uuid in providers
-        ],
-        "GET /allocations/{consumer}": [f"/allocations/{uuid}" for uuid, _ in dataset.consumers],
-        "GET /resource_providers?in_tree={u}": [
-            f"/resource_providers?in_tree={uuid}" for uuid in providers
-        ],
-    }
-    outcomes: list[report.Outcome] = []
-    for name, paths in reads.items() if "reads" in options.sections else ():
-        outcomes += await _section(
-            options, targets, name, Reads(paths), options.read_clients, claims=False
-        )
-    for clients in options.put_clients if "put" in options.sections else ():
-        name = f"PUT /allocations, {clients} clients"
-        outcomes += await _section(
-            options, targets, name, PutClaims(providers), clients, claims=True
-        )
-    if floor is not None:
-        clients = max(options.put_clients)
-        name = f"PUT /allocations, {clients} clients"
-        outcomes += await _section(
-            options, [floor], name, PutClaims(providers), clients, claims=False
-        )
-    if "post" in options.sections:
-        name = f"POST /allocations x{options.per_post}, {options.post_clients} clients"
-        work = PostClaims(providers, options.per_post)
-        outcomes += await _section(options, targets, name, work, options.post_clients, claims=True)
-    return outcomes
 
 
 def parse_args() -> argparse.Namespace:
@@ -253,114 +135,16 @@ def main() -> None:
     work = options.out_dir / "claims"
     work.mkdir(parents=True, exist_ok=True)
     dataset = data.generate(options.hosts, nested=False)
-    suffix = os.getpid()
-    ours_db, upstream_db = f"bench_claims_ours_{suffix}", f"bench_claims_upstream_{suffix}"
     created: list[str] = []
-    targets: list[Target] = []
     version = None
     try:
         with ExitStack() as stack:
-            url = servers.prepare_ours(options.pg_url, ours_db)
-            created.append(ours_db)
-            ours_dsn = servers.server_dsn(options.pg_url, ours_db)
-            asyncio.run(data.load(ours_dsn, dataset, data.OURS))
-            ours_url = stack.enter_context(
-                servers.ours_server(url, work / "ours.log", workers=options.workers)
-            )
-            targets.append(
-                Target(
-                    "ours", ours_url, ours_db, ours_dsn, servers.server_pids(ours_url), True, True
-                )
-            )
-            if options.defaults:
-                # The same code as shipped: an access log line per request.
-                shipped_db = f"bench_claims_defaults_{suffix}"
-                shipped_url = servers.prepare_ours(options.pg_url, shipped_db)
-                created.append(shipped_db)
-                shipped_dsn = servers.server_dsn(options.pg_url, shipped_db)
-                asyncio.run(data.load(shipped_dsn, dataset, data.OURS))
-                served = stack.enter_context(
-                    servers.ours_server(
-                        shipped_url,
-                        work / "ours-defaults.log",
-                        workers=options.workers,
-                        log_level=None,
-                    )
-                )
-                targets.append(
-                    Target(
-                        "defaults",
-                        served,
-                        shipped_db,
-                        shipped_dsn,
-                        servers.server_pids(served),
-                        True,
-                        True,
-                    )
-                )
-            if options.baseline:
-                tree = stack.enter_context(baseline_tree(options.baseline))
-                base_db = f"bench_claims_baseline_{suffix}"
-                base_url = servers.prepare_ours(options.pg_url, base_db, tree=tree)
-                created.append(base_db)
-                base_dsn = servers.server_dsn(options.pg_url, base_db)
-                asyncio.run(data.load(base_dsn, dataset, data.OURS))
-                served = stack.enter_context(
-                    servers.ours_server(
-                        base_url, work / "baseline.log", workers=options.workers, tree=tree
-                    )
-                )
-                targets.append(
-                    Target(
-                        "baseline",
-                        served,
-                        base_db,
-                        base_dsn,
-                        servers.server_pids(served),
-                        True,
-                        True,
-                    )
-                )
-            if options.upstream:
-                bin_dir = servers.ensure_upstream_venv(options.upstream_venv.resolve())
-                version = servers.upstream_version(bin_dir)
-                config = work / "upstream-config"
-                servers.prepare_upstream(bin_dir, options.pg_url, upstream_db, config)
-                created.append(upstream_db)
-                upstream_url = stack.enter_context(
-                    servers.upstream_server(
-                        bin_dir,
-                        config,
-                        work / "upstream.log",
-                        request_timeout=60,
-                        processes=options.workers,
-                    )
-                )
-                up_dsn = servers.server_dsn(options.pg_url, upstream_db)
-                asyncio.run(data.load(up_dsn, dataset, data.UPSTREAM))
-                targets.append(
-                    Target(
-                        "upstream",
-                        upstream_url,
-                        upstream_db,
-                        up_dsn,
-                        servers.server_pids(upstream_url),
-                        False,
-                        False,
-                    )
-                )
-            floor = None
-            if "floor" in options.sections:
-                floor_url = stack.enter_context(
-                    claims_floor.empty_endpoint_server(work / "floor.log", options.workers)
-                )
-                pids = servers.server_pids(floor_url)
-                floor = Target(report.FLOOR, floor_url, "", "", pids, True, False)
+            targets, floor, version = start(options, dataset, work, stack, created)
             outcomes: list[report.Outcome] = []
             races: dict[str, claims_race.RaceTally] = {}
 
             async def measure() -> None:
-                outcomes.extend(await _measure(options, targets, dataset, floor))
+                outcomes.extend(await sections.measure(options, targets, dataset, floor))
                 for target in targets if "race" in options.sections else ():
                     races[target.name] = await claims_race.race(
                         target.url,

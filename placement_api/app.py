@@ -17,15 +17,14 @@ from placement_api.auth.policy import Policy
 from placement_api.db.capabilities import direct_driver_gaps
 from placement_api.db.driver import DIRECT
 from placement_api.db.engine import engine_for
-from placement_api.db.outage import is_read_only
 from placement_api.db.replica import Replica
-from placement_api.db.session import SessionFactory, make_session_factory, unit_of_work
+from placement_api.db.session import SessionFactory, make_session_factory
 from placement_api.domain.changes import recording_session_factory
-from placement_api.domain.standard_names import sync_standard_names
 from placement_api.observability import metrics
 from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.services.capacity_sources import CapacitySources
 from placement_api.services.change_feed import ChangeFeed
+from placement_api.services.standard_names import write_standard_names
 from placement_api.serving.gc_policy import freeze_what_startup_made
 from placement_api.settings import Settings, get_settings
 from placement_api.web.access_log import AccessMiddleware
@@ -71,15 +70,9 @@ def _replica(settings: Settings, primary: SessionFactory) -> Replica | None:
 
 
 async def _sync_standard_names(factory: SessionFactory) -> None:
-    """The standard names, written unless the database is a standby: an API
-    that reaches only a standby still starts, serves reads and answers
-    writes with 503 (its primary synced the names)."""
-    try:
-        async with unit_of_work(factory, write=True) as session:
-            await sync_standard_names(session)
-    except Exception as exc:
-        if not is_read_only(exc):
-            raise
+    """An API that reaches only a standby still starts, serves reads and
+    answers writes with 503 (its primary synced the names)."""
+    if not await write_standard_names(factory):
         LOG.warning(
             "the database is read-only (a standby): serving reads; writes answer 503 "
             "until it is the primary"

@@ -19,6 +19,7 @@ from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.report import capacity_reports
 from placement_api.domain.capacity_report.zones import ZoneMap
 from placement_api.domain.changes import recording_session_factory
+from placement_api.services.standard_names import write_standard_names
 from placement_api.serving.gc_policy import collector_paused
 from placement_api.settings import Settings
 from placement_api.web.capacity_query import parse_flavor
@@ -48,8 +49,12 @@ async def run_capacity(
 ) -> dict[str, dict[str, Any]]:
     """``include``: count hosts disabled or down too."""
     engine = create_engine(settings.database_url, pool_size=1)
+    factory = recording_session_factory(engine)
     try:
-        async with unit_of_work(recording_session_factory(engine), write=False) as session:
+        # A flavor names standard classes and traits, which a database no server
+        # has started on lacks: "no such resource class VCPU" would be wrong there.
+        await write_standard_names(factory)
+        async with unit_of_work(factory, write=False) as session:
             with collector_paused():
                 return await capacity_reports(
                     session,

@@ -23,7 +23,7 @@ from placement_api.db.models import ResourceProvider
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, providers, traits
 from placement_api.domain.changes import recording_session_factory
-from placement_api.domain.standard_names import sync_standard_names
+from placement_api.services.standard_names import write_standard_names
 
 DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
 HOST_STATUS = "host_status"
@@ -55,10 +55,8 @@ async def set_disabled(
     engine = create_engine(database_url, pool_size=1)
     factory = recording_session_factory(engine)
     try:
-        # The trait is standard: the API adds those as it starts, a database only
-        # migrated (or imported) may not have it yet.
-        async with unit_of_work(factory, write=True) as session:
-            await sync_standard_names(session)
+        # The trait is standard: a database only migrated (or imported) may not have it yet.
+        await write_standard_names(factory)
         return await _set_disabled(factory, host, disabled, reason)
     finally:
         await engine.dispose()

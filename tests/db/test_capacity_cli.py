@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from placement_api.db import migrations
 from placement_api.settings import Settings
+from tests.support import databases
 from tests.support.client import PlacementClient
 from tests.support.provider_trees import TreeBuilder
 
@@ -185,3 +189,33 @@ async def test_a_disabled_host_is_left_out_and_counted_apart_unless_included(
     assert (rows["host-w"][0], rows["host-e1"][0]) == ("disabled", "enabled")
     assert rows["all"][2] == "22"
     assert "of the fits, 10 m1.small are on them" in counted.stdout
+
+
+@pytest.fixture(params=databases.BACKENDS)
+def never_served_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database `db upgrade` made that no server has started on: no standard names yet."""
+    if request.param == "sqlite":
+        with databases.sqlite_database() as url:
+            yield url
+        return
+    # Synchronous, as conftest's: the migration runs its own event loop.
+    name, url = asyncio.run(databases.create_pg_database())
+    try:
+        migrations.upgrade(url)
+        yield url
+    finally:
+        asyncio.run(databases.drop_pg_database(name))
+
+
+async def test_a_database_no_server_has_served_reports_nothing_fits(
+    never_served_url: str,
+) -> None:
+    flavor = "small=VCPU:1,MEMORY_MB:512:required=HW_CPU_X86_AVX2"
+    result = _capacity(never_served_url, {}, "--flavor", flavor, "--json")
+    assert result.returncode == 0, result.stderr
+    [report] = json.loads(result.stdout)
+    assert (report["flavor"], report["fits"]) == ("small", 0)
+    # A custom name is still the operator's mistake, as GET /capacity says.
+    custom = _capacity(never_served_url, {}, "--flavor", "odd=CUSTOM_ODD:1")
+    assert custom.returncode == 2
+    assert "No such resource class CUSTOM_ODD" in custom.stderr

@@ -16,7 +16,7 @@ from placement_api.auth.keystone import NEEDS_CONFIG_FILE, KeystoneAuthenticator
 from placement_api.auth.policy import Policy
 from placement_api.db.capabilities import direct_driver_gaps
 from placement_api.db.driver import DIRECT
-from placement_api.db.engine import engine_for
+from placement_api.db.engine import engine_for, standby_engine_for
 from placement_api.db.replica import Replica
 from placement_api.db.session import SessionFactory, make_session_factory
 from placement_api.domain.changes import recording_session_factory
@@ -61,11 +61,13 @@ def _replica(settings: Settings, primary: SessionFactory) -> Replica | None:
     """The standby GET routes read from, when ``database_read_url`` names one."""
     if settings.database_read_url is None or settings.is_sqlite:
         return None
-    standby = engine_for(settings, url=settings.database_read_url)
+    standby = standby_engine_for(settings, settings.database_read_url)
     return Replica(
         primary,
         make_session_factory(standby, on_connection_wait=metrics.CONNECTION_WAIT_SECONDS.observe),
         settings.database_read_after_wait,
+        timeout=settings.database_read_timeout,
+        retry_interval=settings.database_read_retry_interval,
     )
 
 

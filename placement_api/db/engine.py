@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
@@ -65,6 +65,8 @@ class DatabaseLimits:
     lock_timeout: float = 10.0
     connect_timeout: float = 5.0
     pool_timeout: float = 10.0
+    # A pooled connection idle this long is pinged (within connect_timeout) before use.
+    ping_after_idle: float = PING_AFTER_IDLE
 
     @classmethod
     def of(cls, settings: Settings) -> DatabaseLimits:
@@ -114,13 +116,12 @@ def create_engine(
             },
         },
     )
-    _ping_on_checkout(engine, limits.connect_timeout)
+    _ping_on_checkout(engine, limits.connect_timeout, limits.ping_after_idle)
     return engine
 
 
 def engine_for(settings: Settings, *, url: str | None = None) -> AsyncEngine:
-    """The engine the service runs on (or of ``url``, its standby), with
-    every limit its settings give."""
+    """The engine the service runs on, with every limit its settings give."""
     return create_engine(
         url or settings.database_url,
         pool_size=settings.database_pool_size,
@@ -129,7 +130,25 @@ def engine_for(settings: Settings, *, url: str | None = None) -> AsyncEngine:
     )
 
 
-def _ping_on_checkout(engine: AsyncEngine, timeout: float) -> None:
+def standby_engine_for(settings: Settings, url: str) -> AsyncEngine:
+    """The engine of the standby reads go to: its connections open, and answer
+    a ping before every use, within ``database_read_timeout``. A frozen standby
+    (its port accepting, nothing answering) is found at checkout, where the read
+    can still go to the primary, not halfway through the read (``db.replica``)."""
+    limits = replace(
+        DatabaseLimits.of(settings),
+        connect_timeout=settings.database_read_timeout,
+        ping_after_idle=0.0,
+    )
+    return create_engine(
+        url,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+        limits=limits,
+    )
+
+
+def _ping_on_checkout(engine: AsyncEngine, timeout: float, after_idle: float) -> None:
     """Make sure a pooled connection still works before a request uses it,
     and replace it when the server has gone (a restart, a failover): the
     pool discards a connection whose checkout raises ``DisconnectionError``
@@ -137,9 +156,10 @@ def _ping_on_checkout(engine: AsyncEngine, timeout: float) -> None:
 
     A connection the server closed is known closed without asking: asyncpg
     marks it as soon as the event loop reads the end of its socket. Only a
-    connection left idle for ``PING_AFTER_IDLE`` seconds, long enough for a
-    firewall or a frozen server to have lost it silently, is tried with one
-    round trip (answered within ``timeout``, else it counts as gone).
+    connection left idle for ``after_idle`` seconds (``PING_AFTER_IDLE``),
+    long enough for a firewall or a frozen server to have lost it silently,
+    is tried with one round trip (answered within ``timeout``, else it counts
+    as gone).
     SQLAlchemy's own pre-ping wraps its ping in BEGIN and ROLLBACK, for
     pgbouncer: three round trips on every request; pinging every checkout
     cost a busy API a third of the CPU of a read.
@@ -155,13 +175,18 @@ def _ping_on_checkout(engine: AsyncEngine, timeout: float) -> None:
         driver = dbapi_connection.driver_connection
         if driver.is_closed():
             raise DisconnectionError("connection closed by the server")
-        idle = time.monotonic() - record.info.get(_CHECKED_IN_AT, -PING_AFTER_IDLE)
-        if idle < PING_AFTER_IDLE:
+        idle = time.monotonic() - record.info.get(_CHECKED_IN_AT, -after_idle)
+        if idle < after_idle:
             return
         try:
             await_(driver.fetchrow(";", timeout=timeout))
-        except Exception as exc:
-            raise DisconnectionError(f"connection lost: {exc}") from exc
+        except BaseException as exc:
+            # Dropped here and now: the pool's own close of a connection it
+            # discards first waits up to 2 s for a server that may be frozen.
+            driver.terminate()
+            if isinstance(exc, Exception):
+                raise DisconnectionError(f"connection lost: {exc}") from exc
+            raise
 
 
 def _configure_sqlite(engine: AsyncEngine, limits: DatabaseLimits) -> None:

@@ -75,6 +75,12 @@ def is_unavailable(error: BaseException) -> bool:
     return any(isinstance(link, _UNAVAILABLE) for link in chain)
 
 
+def server_cancelled(error: BaseException) -> bool:
+    """True when the server itself cancelled a statement (its statement_timeout,
+    a cancel request): slow work, from a server that answers."""
+    return any(isinstance(link, asyncpg.QueryCanceledError) for link in _chain(error))
+
+
 # How long a database found read-only is taken to stay so before the
 # background loops try to write again (a standby promoted is found within this).
 STANDBY_RECHECK = 5.0

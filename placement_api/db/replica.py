@@ -6,7 +6,12 @@ is answered from the standby only once the standby has replayed that far,
 checked on the very connection the read then uses (replay only moves
 forward), waiting at most ``wait`` seconds; otherwise the primary answers.
 A standby that cannot be reached does not take reads down either: the
-primary answers them. docs/ha.md says what this costs and guarantees.
+primary answers them. A read waits for the standby at most ``timeout``
+seconds (its connection, opened or pinged; the standby's engine pings
+every checkout, ``engine.standby_engine_for``), and a standby that failed
+a read is left alone for ``retry_interval`` seconds (``StandbyBreaker``):
+a frozen standby costs the first read the bound, not every read a
+statement timeout. docs/ha.md says what this costs and guarantees.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from placement_api.db.outage import is_unavailable
+from placement_api.db.outage import is_unavailable, server_cancelled
 from placement_api.db.second_connection import SecondConnection
 from placement_api.db.session import SessionFactory, UnitOfWork
 
@@ -46,18 +52,76 @@ def is_position(token: str) -> bool:
     return token == PRIMARY or POSITION.fullmatch(token) is not None
 
 
-class Replica:
-    """The primary's and the standby's session factories, and how long a
-    read waits for the standby to reach a write's position."""
+class StandbyBreaker:
+    """Whether reads try the standby: not for ``interval`` seconds after one
+    failed there; then a single read (the probe) tries it, the others keep to
+    the primary until it answered, so each trip costs one read the bound and
+    logs once. A read admitted before a trip changes nothing when it ends."""
 
-    def __init__(self, primary: SessionFactory, standby: SessionFactory, wait: float) -> None:
+    __slots__ = ("_closed_at", "_interval", "_probing", "tripped")
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._closed_at = 0.0
+        self._probing = False
+        self.tripped = False
+
+    def admit(self) -> bool:
+        """True when this read tries the standby; it then reports ``answered``,
+        ``failed`` or (ended before either) ``released``, saying whether it was
+        admitted as the probe (``tripped`` when it was admitted)."""
+        if not self.tripped:
+            return True
+        if self._probing or time.monotonic() < self._closed_at:
+            return False
+        self._probing = True
+        return True
+
+    def answered(self, probe: bool) -> None:
+        if probe:
+            LOG.info("standby answers again: reads go to it")
+            self.tripped = self._probing = False
+
+    def failed(self, error: BaseException, probe: bool) -> None:
+        if self.tripped and not probe:
+            return  # a read of this trip's; the first one logged
+        self.tripped, self._probing = True, False
+        self._closed_at = time.monotonic() + self._interval
+        LOG.warning(
+            "standby unavailable, reads go to the primary for %gs: %s",
+            self._interval,
+            str(error) or type(error).__name__,
+        )
+
+    def released(self, probe: bool) -> None:
+        if probe:
+            self._probing = False
+
+
+class Replica:
+    """The primary's and the standby's session factories, how long a read
+    waits for the standby to reach a write's position (``wait``) and for a
+    connection there (``timeout``), and the standby's breaker."""
+
+    def __init__(
+        self,
+        primary: SessionFactory,
+        standby: SessionFactory,
+        wait: float,
+        *,
+        timeout: float,
+        retry_interval: float,
+    ) -> None:
         self.primary = primary
         self.standby = standby
         self.wait = wait
+        self.timeout = timeout
+        self.breaker = StandbyBreaker(retry_interval)
 
     def read(self, after: str | None) -> ReplicaRead:
         """A read unit on the standby, or on the primary when the standby has
-        not replayed ``after`` within the wait (or cannot be reached)."""
+        not replayed ``after`` within the wait, cannot be reached within the
+        timeout, or failed a read less than the retry interval ago."""
         return ReplicaRead(self, after)
 
     async def position(self) -> str:
@@ -68,34 +132,49 @@ class Replica:
 
 
 class ReplicaRead(AbstractAsyncContextManager[AsyncSession]):
-    __slots__ = ("_after", "_replica", "_unit")
+    __slots__ = ("_after", "_on_standby", "_probe", "_replica", "_unit")
 
     def __init__(self, replica: Replica, after: str | None) -> None:
         self._replica = replica
         self._after = after
         self._unit: UnitOfWork | None = None
+        self._on_standby = False
+        self._probe = False
 
     async def __aenter__(self) -> AsyncSession:
-        if self._after == PRIMARY:
-            self._unit = UnitOfWork(self._replica.primary, write=False)
-            return await self._unit.__aenter__()
-        try:
-            session = await self._on_standby()
-        except Exception as exc:
-            if not is_unavailable(exc):
-                raise
-            LOG.warning("standby unavailable, reading from the primary: %s", exc)
-            session = None
-        if session is not None:
-            return session
-        self._unit = UnitOfWork(self._replica.primary, write=False)
+        replica = self._replica
+        self._probe = replica.breaker.tripped
+        if self._after != PRIMARY and replica.breaker.admit():
+            session = await self._try_standby()
+            if session is not None:
+                return session
+        self._unit = UnitOfWork(replica.primary, write=False)
         return await self._unit.__aenter__()
 
-    async def _on_standby(self) -> AsyncSession | None:
+    async def _try_standby(self) -> AsyncSession | None:
+        replica = self._replica
+        bound = replica.timeout + (replica.wait if self._after is not None else 0.0)
+        try:
+            async with asyncio.timeout(bound):
+                session = await self._standby_session()
+        except Exception as exc:
+            if not is_unavailable(exc):
+                replica.breaker.released(self._probe)
+                raise
+            replica.breaker.failed(exc, self._probe)
+            return None
+        except BaseException:
+            replica.breaker.released(self._probe)
+            raise
+        # Behind the read's position is no failure: the standby answered.
+        replica.breaker.answered(self._probe)
+        return session
+
+    async def _standby_session(self) -> AsyncSession | None:
         unit = UnitOfWork(self._replica.standby, write=False)
         session = await unit.__aenter__()
         if self._after is None:
-            self._unit = unit
+            self._unit, self._on_standby = unit, True
             return session
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._replica.wait
@@ -108,7 +187,7 @@ class ReplicaRead(AbstractAsyncContextManager[AsyncSession]):
         except BaseException as exc:
             await unit.__aexit__(type(exc), exc, exc.__traceback__)
             raise
-        self._unit = unit
+        self._unit, self._on_standby = unit, True
         return session
 
     def second_connection(self) -> SecondConnection | None:
@@ -120,5 +199,15 @@ class ReplicaRead(AbstractAsyncContextManager[AsyncSession]):
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        # The standby failing halfway through a read (it answered the ping, then
+        # froze or went away): this read fails as on any database, the next go
+        # to the primary. A statement the standby cancelled itself was slow work.
+        if (
+            self._on_standby
+            and exc is not None
+            and is_unavailable(exc)
+            and not server_cancelled(exc)
+        ):
+            self._replica.breaker.failed(exc, probe=False)
         if self._unit is not None:
             await self._unit.__aexit__(exc_type, exc, traceback)

@@ -39,6 +39,24 @@ class DatabaseSettings(BaseModel):
             "that far before the primary answers it instead."
         ),
     )
+    database_read_timeout: float = Field(
+        default=1.0,
+        gt=0,
+        description=(
+            "Longest a read waits for the standby to give it a connection that answers (one "
+            "free in the pool, opened, pinged; plus database_read_after_wait for a read "
+            "carrying X-Placement-Read-After) before the primary answers it instead."
+        ),
+    )
+    database_read_retry_interval: float = Field(
+        default=30.0,
+        ge=0,
+        description=(
+            "After a read found the standby unreachable, failing or slower than "
+            "database_read_timeout, the worker's reads go to the primary for this many "
+            "seconds; then one read tries the standby again (docs/ha.md)."
+        ),
+    )
     database_pool_size: int = Field(
         default=10,
         ge=1,

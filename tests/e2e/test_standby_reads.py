@@ -270,3 +270,75 @@ def test_reads_go_to_the_primary_while_the_standby_is_down(pair: Pair, split: Li
                 assert found.status_code == 200, found.text
         finally:
             pair.standby.start()
+
+
+# A frozen standby's cost: what a read may wait for it, and how long reads then keep away.
+READ_TIMEOUT = 0.5
+RETRY_INTERVAL = 3.0
+
+
+@pytest.fixture(scope="module")
+def guarded(pair: Pair) -> Iterator[LiveServer]:
+    with live_server(
+        pair.primary.url("placement"),
+        PLACEMENT_DATABASE_READ_URL=pair.standby.url("placement"),
+        PLACEMENT_DATABASE_READ_TIMEOUT=str(READ_TIMEOUT),
+        PLACEMENT_DATABASE_READ_RETRY_INTERVAL=str(RETRY_INTERVAL),
+    ) as running:
+        yield running
+
+
+def _fresh_read(client: httpx.Client) -> tuple[int, float]:
+    """Create a provider and read it back at once, without its position: the
+    standby (APPLY_DELAY late) misses it, the primary has it. The read's status
+    and how long it took."""
+    created = client.post("/resource_providers", json={"name": f"frz-{uuid.uuid4().hex[:12]}"})
+    assert created.status_code == 200, created.text
+    started = time.monotonic()
+    found = client.get(f"/resource_providers/{created.json()['uuid']}")
+    assert found.status_code in (200, 404), found.text
+    return found.status_code, time.monotonic() - started
+
+
+def test_a_frozen_standby_costs_one_read_the_bound_then_reads_go_to_the_primary(
+    pair: Pair, guarded: LiveServer
+) -> None:
+    with httpx.Client(base_url=guarded.url, headers=HEADERS, timeout=60) as client:
+        # The standby answers: some fresh read misses what it has not replayed yet.
+        assert 404 in [_fresh_read(client)[0] for _ in range(5)]
+        pair.standby.freeze()
+        try:
+            reads = [_fresh_read(client) for _ in range(10)]
+            tripped_at = time.monotonic()
+        finally:
+            pair.standby.thaw()
+        # Each answered by the primary; the first paid at most the bound, the others nothing.
+        assert [status for status, _ in reads] == [200] * 10, reads
+        first, *others = [seconds for _, seconds in reads]
+        assert first < READ_TIMEOUT + 1.0, reads
+        assert max(others) < READ_TIMEOUT / 2, reads
+        # Within the interval the thawed standby is left alone...
+        assert [_fresh_read(client)[0] for _ in range(5)] == [200] * 5
+        assert time.monotonic() - tripped_at < RETRY_INTERVAL
+        # ...after it, reads go back to it.
+        time.sleep(RETRY_INTERVAL - (time.monotonic() - tripped_at) + 0.2)
+        assert 404 in [_fresh_read(client)[0] for _ in range(5)]
+        # A read carrying a position is bounded too (plus the replay wait, 0.2 s).
+        created = client.post("/resource_providers", json={"name": f"frz-{uuid.uuid4().hex[:8]}"})
+        pair.standby.freeze()
+        try:
+            started = time.monotonic()
+            found = client.get(
+                f"/resource_providers/{created.json()['uuid']}",
+                headers={READ_AFTER: created.headers[READ_AFTER]},
+            )
+            took = time.monotonic() - started
+        finally:
+            pair.standby.thaw()
+        assert found.status_code == 200, found.text
+        assert took < READ_TIMEOUT + 0.2 + 1.0, took
+    time.sleep(0.5)
+    log = guarded.log_text()
+    # One line per trip, not per read.
+    assert log.count("standby unavailable") == 2, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]

@@ -12,8 +12,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
+
 from flavors.amounts import placement_form
 from placement_api.db.engine import create_engine
+from placement_api.db.outage import is_unavailable
 from placement_api.db.session import unit_of_work
 from placement_api.domain.capacity_report.flavor import Flavor
 from placement_api.domain.capacity_report.report import capacity_reports
@@ -53,7 +56,13 @@ async def run_capacity(
     try:
         # A flavor names standard classes and traits, which a database no server
         # has started on lacks: "no such resource class VCPU" would be wrong there.
-        await write_standard_names(factory)
+        try:
+            await write_standard_names(factory)
+        except DBAPIError as exc:
+            # Credentials that may only read still get the report (of the names
+            # present); a database out of reach is said once, by the read's error.
+            if is_unavailable(exc):
+                raise
         async with unit_of_work(factory, write=False) as session:
             with collector_paused():
                 return await capacity_reports(

@@ -11,8 +11,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 import yaml
+from sqlalchemy.engine import make_url
 
 from placement_api.db import migrations
 from placement_api.settings import Settings
@@ -219,3 +221,24 @@ async def test_a_database_no_server_has_served_reports_nothing_fits(
     custom = _capacity(never_served_url, {}, "--flavor", "odd=CUSTOM_ODD:1")
     assert custom.returncode == 2
     assert "No such resource class CUSTOM_ODD" in custom.stderr
+
+
+async def test_credentials_that_may_only_read_still_get_the_report(
+    api: PlacementClient, database_url: str, capacity_env: dict[str, str]
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("roles are PostgreSQL's")
+    await _cloud(api)
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    owner = await asyncpg.connect(database_url.replace("+asyncpg", ""))
+    try:
+        await owner.execute(f"CREATE ROLE {role} LOGIN")
+        await owner.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+        url = make_url(database_url).set(username=role).render_as_string(hide_password=False)
+        result = _capacity(url, capacity_env, "--flavor", "m1.small", "--json")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)[0]["fits"] == 22
+    finally:
+        await owner.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}")
+        await owner.execute(f"DROP ROLE {role}")
+        await owner.close()

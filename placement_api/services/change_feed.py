@@ -112,6 +112,11 @@ class ChangeFeed:
         self._postgresql = url.get_backend_name() == "postgresql"
         self._news = asyncio.Event()
         self._notifier: Notifier | None = None
+        self._listener: Listener | None = None
+        # This worker's commits; with what the listener heard, what the tail
+        # may miss: it misses nothing once a refresh began after both.
+        self._committed = 0
+        self._read_through: tuple[int, int] | None = None
         # A refresh is wanted; the callers waiting for the next one to end.
         self._wanted = asyncio.Event()
         self._asking: list[asyncio.Future[None]] = []
@@ -123,7 +128,8 @@ class ChangeFeed:
         if self._postgresql:
             connect = connect_arguments(self._url, timeout=self.settings.database_connect_timeout)
             self._notifier = Notifier(connect, self.settings.changes_notify_interval)
-            self._start(Listener(connect, self._news).run(), "change-feed-listen")
+            self._listener = Listener(connect, self._news)
+            self._start(self._listener.run(), "change-feed-listen")
             self._start(self._notifier.run(), "change-feed-notify")
             self._start(self._refresh_on_news(), "change-feed-news")
         self._start(self._read_forever(), "change-feed-read")
@@ -140,6 +146,7 @@ class ChangeFeed:
 
     def committed(self) -> None:
         """A write of this process committed changes: wake whoever follows the feed."""
+        self._committed += 1
         if self._notifier is not None:
             self._notifier.wanted.set()
         elif self._waiting:
@@ -169,6 +176,8 @@ class ChangeFeed:
                 continue
             self._wanted.clear()
             asking, self._asking = self._asking, []
+            news = self._news_so_far()
+            held = (self.tail.index, self.tail.epoch)
             try:
                 await self._refresh()
             except Exception as exc:
@@ -178,11 +187,15 @@ class ChangeFeed:
                     if not caller.done():
                         caller.set_exception(exc)
             else:
+                self._read_through = news
                 streak.succeeded()
                 for caller in asking:
                     if not caller.done():
                         caller.set_result(None)
-            self.signal.announce()
+            # Waking thousands of waiters to find nothing new would cost a
+            # worker's CPU at every re-read.
+            if (self.tail.index, self.tail.epoch) != held:
+                self.signal.announce()
 
     async def _refresh(self) -> None:
         """Bring ``tail`` up to the feed's head (sequencing first, on a PostgreSQL primary)."""
@@ -209,6 +222,18 @@ class ChangeFeed:
                 tail.forget_before(await feed_index.first_index(session))
         except errors.ChangesGone as gone:
             tail.restart(FeedHead(gone.extra["index"], head.epoch))
+
+    def _news_so_far(self) -> tuple[int, int] | None:
+        """What this worker knows of commits (its own, and the notifications
+        heard), or None while notifications may go unheard (not listening)."""
+        listener = self._listener
+        if listener is None or not listener.listening:
+            return None
+        return (listener.heard, self._committed)
+
+    def _tail_knows_all_announced(self) -> bool:
+        news = self._news_so_far()
+        return news is not None and news == self._read_through
 
     async def fresh(self) -> None:
         """Return once a refresh that began after this call has ended: what
@@ -266,12 +291,15 @@ class ChangeFeed:
         change to commit; the page, empty or not, is returned then.
 
         ``fresh``: first wait for a refresh that began after the call (read
-        your writes); an event stream already following needs none."""
+        your writes); an event stream already following needs none, nor does
+        a wait while the tail was read after every announced commit: a commit
+        not yet announced is announced, and read for the waiter, within the
+        wait. So the re-polls that follow each change cost no reads of their own."""
         loop = asyncio.get_running_loop()
         # Counted from the start: a change committed from now on gets read for it.
         self._waiting += 1
         try:
-            if fresh:
+            if fresh and not (until > loop.time() and self._tail_knows_all_announced()):
                 await self.fresh()
             while True:
                 mark = self.signal.mark()

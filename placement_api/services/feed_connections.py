@@ -60,8 +60,14 @@ class Listener:
         self._connect = connect
         self._news = news
         self._streak = Streak("LISTEN")
+        # Whether notifications are heard now, and how many were (or may have
+        # been: a reconnect counts one): a reader that read after the last one
+        # knows all that any worker announced.
+        self.listening = False
+        self.heard = 0
 
     def _notified(self, *_: Any) -> None:
+        self.heard += 1
         self._news.set()
 
     async def run(self) -> None:
@@ -83,11 +89,13 @@ class Listener:
         try:
             await connection.add_listener(changes.NOTIFY_CHANNEL, self._notified)
             self._streak.succeeded()
+            self.listening = True
             # Whatever committed while nobody listened: let the readers look.
-            self._news.set()
+            self._notified()
             await lost.wait()
             LOG.warning("change feed: LISTEN connection lost; reconnecting")
         finally:
+            self.listening = False
             connection.terminate()
 
 

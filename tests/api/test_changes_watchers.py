@@ -85,6 +85,60 @@ async def test_one_change_costs_the_same_reads_for_one_or_many_watchers(
     assert crowd <= alone + 2, (alone, crowd)
 
 
+async def test_re_polls_after_a_change_cost_no_reads_of_their_own(
+    settings: Settings, backend: str
+) -> None:
+    """Each answered watcher asks again at once: while the worker hears every
+    commit (LISTEN), those waits are served from the tail, without a read."""
+    if backend != "postgresql":
+        pytest.skip("without LISTEN/NOTIFY a reader cannot know it heard of every commit")
+    async with served(settings, **SLOW_POLL) as (api, app):
+        feed_reads: list[str] = []
+
+        def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            if "FROM changes" in statement:
+                feed_reads.append(statement)
+
+        event.listen(app.state.engine.sync_engine, "before_cursor_execute", count)
+        since = await latest_index(api)
+        answered: list[int] = []
+        all_answered = asyncio.Event()
+
+        async def watch() -> None:
+            answer = await api.get(f"/changes?since={since}&wait=30")
+            answered.append(answer.json()["index"])
+            if len(answered) == WATCHERS:
+                all_answered.set()
+            # As a follower does: straight back with the new index.
+            await api.get(f"/changes?since={answered[-1]}&wait=30")
+
+        watching = [asyncio.ensure_future(watch()) for _ in range(WATCHERS)]
+        await _until_waiting(app, WATCHERS)
+        await api.create_provider()
+        await asyncio.wait_for(all_answered.wait(), 30)
+        reads_before = len(feed_reads)
+        await _until_waiting(app, WATCHERS)
+        await asyncio.sleep(0.3)  # what a re-poll's own refresh would take, many times over
+        re_poll_reads = feed_reads[reads_before:]
+        await api.create_provider()  # ends the re-polls
+        await asyncio.gather(*watching)
+    assert re_poll_reads == []
+
+
+async def test_a_re_read_that_finds_nothing_new_wakes_nobody(settings: Settings) -> None:
+    async with served(settings, **SLOW_POLL) as (api, app):
+        feed = app.state.services.change_feed
+        since = await latest_index(api)
+        waiting = asyncio.ensure_future(api.get(f"/changes?since={since}&wait=30"))
+        await _until_waiting(app, 1)
+        woken = feed.signal.mark()
+        await feed.fresh()
+        assert feed.signal.mark() == woken
+        created = await api.create_provider()
+        assert (await waiting).json()["changes"][0]["uuid"] == created["uuid"]
+        assert feed.signal.mark() > woken
+
+
 async def test_long_polls_past_the_cap_get_a_503_with_retry_after(settings: Settings) -> None:
     async with served(settings, changes_max_waiters=2, **SLOW_POLL) as (api, app):
         since = await latest_index(api)

@@ -42,7 +42,7 @@ mariadb-up:
 chromium:
 	@./scripts/ensure-chromium.sh
 
-# Debian's Patroni and etcd, for the high-availability tests (tests/ha/).
+# Debian's Patroni, etcd and haproxy, for the high-availability tests (tests/ha/).
 patroni:
 	@./scripts/ensure-patroni.sh
 

@@ -181,6 +181,24 @@ class PatroniCluster:
                 with suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
 
+    @contextmanager
+    def replay_paused(self, member: Member) -> Iterator[None]:
+        """The standby ``member`` receives and flushes WAL (synchronous commits
+        return) but replays none of it for the block's duration: its startup
+        process is stopped (SIGSTOP), so what it serves is stale meanwhile."""
+        startup = [
+            pid
+            for pid in _children(member.postmaster())
+            if "startup" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        ]
+        assert len(startup) == 1, f"{member.name} has no startup process: is it a standby?"
+        os.kill(startup[0], signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            with suppress(ProcessLookupError):
+                os.kill(startup[0], signal.SIGCONT)
+
     def crash(self, member: Member) -> None:
         """The machine is lost: its Patroni, its postmaster and every server
         process SIGKILLed at once (Patroni alone would restart a crashed

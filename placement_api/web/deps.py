@@ -108,7 +108,9 @@ async def _positioned(unit: UnitOfWork, replica: Replica) -> AsyncIterator[Async
     try:
         state.written = await replica.position()
     except Exception as exc:
-        # Committed: the write's answer stands, without a position to read after.
+        # Committed: the write's answer stands, and its reader must go to the
+        # primary, since no standby can be known to hold the write.
+        state.written = PRIMARY
         LOG.warning("write committed, its WAL position unknown: %s", exc)
 
 

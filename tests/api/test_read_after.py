@@ -69,3 +69,29 @@ async def test_a_writes_position_is_read_on_its_own_connection_after_its_commit(
             assert [p["name"] for p in read.json()["resource_providers"]] == [name]
     finally:
         await databases.clean(cleaner)
+
+
+async def test_a_write_whose_position_cannot_be_read_sends_its_reader_to_the_primary(
+    settings: Settings, backend: str, cleaner: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Committed, but the primary is going away before its position is read
+    (as in a switchover): the answer stands and says ``primary``, so the next
+    read cannot be served stale by a standby."""
+    if backend != "postgresql":
+        pytest.skip("a read URL is PostgreSQL's")
+
+    async def shutting_down(self: Replica) -> str:
+        raise ConnectionError("the database system is shutting down")
+
+    monkeypatch.setattr("placement_api.db.session.position_after_commit", lambda _session: None)
+    monkeypatch.setattr(Replica, "position", shutting_down)
+    try:
+        async with app_client(settings, database_read_url=settings.database_url) as api:
+            name = f"rp-{uuid.uuid4().hex[:8]}"
+            created = await api.post("/resource_providers", json={"name": name})
+            assert created.status_code == 200, created.text
+            assert created.headers[HEADER] == "primary"
+            read = await api.get(f"/resource_providers?name={name}", headers={HEADER: "primary"})
+            assert [p["name"] for p in read.json()["resource_providers"]] == [name]
+    finally:
+        await databases.clean(cleaner)

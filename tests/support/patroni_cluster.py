@@ -113,10 +113,13 @@ class PatroniCluster:
     def member_url(self, member: Member, database: str = "placement") -> str:
         return f"postgresql+asyncpg://postgres@127.0.0.1:{member.port}/{database}"
 
-    def leader(self, timeout: float = 60) -> Member:
-        """The member that is the running primary, once there is one."""
+    def leader(self, timeout: float = 60, *, starting: bool = False) -> Member:
+        """The member that is the running primary, once there is one;
+        ``starting``: no started member may have exited meanwhile."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if starting and any(m.process and m.process.poll() is not None for m in self.members):
+                raise RuntimeError(f"a member exited while starting: {self.log_tail()}")
             for member in self.members:
                 state = member.state()
                 if state.get("role") in ("master", "primary") and state.get("state") == "running":
@@ -341,9 +344,32 @@ class PatroniCluster:
             self.etcd.wait(timeout=10)
 
 
+# Ports are picked free, then bound by other processes: another test's
+# server may take one in between. A cluster that lost that race starts over.
+START_ATTEMPTS = 3
+
+
 @contextmanager
 def patroni_cluster(nodes: int = 2, *, synchronous: bool = True) -> Iterator[PatroniCluster]:
-    directory = Path(tempfile.mkdtemp(prefix="placement-patroni-"))
+    for attempt in range(1, START_ATTEMPTS + 1):
+        directory = Path(tempfile.mkdtemp(prefix="placement-patroni-"))
+        cluster = _new_cluster(directory, nodes, synchronous)
+        try:
+            _bootstrap(cluster, nodes)
+            break
+        except RuntimeError as exc:
+            cluster.stop()
+            shutil.rmtree(directory, ignore_errors=True)
+            if attempt == START_ATTEMPTS or "Address already in use" not in str(exc):
+                raise
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _new_cluster(directory: Path, nodes: int, synchronous: bool) -> PatroniCluster:
     _own(directory)
     members = []
     for number in range(nodes):
@@ -351,16 +377,14 @@ def patroni_cluster(nodes: int = 2, *, synchronous: bool = True) -> Iterator[Pat
         home.mkdir()
         _own(home)
         members.append(Member(f"node{number}", free_port(), free_port(), home))
-    cluster = PatroniCluster(directory, free_port(), members, synchronous)
-    try:
-        cluster._start_etcd()
-        # The first bootstraps alone; the others then clone it.
-        cluster.start(members[0])
-        cluster.leader()
-        for member in members[1:]:
-            cluster.start(member)
-        cluster.replicas_streaming(nodes - 1)
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(directory, ignore_errors=True)
+    return PatroniCluster(directory, free_port(), members, synchronous)
+
+
+def _bootstrap(cluster: PatroniCluster, nodes: int) -> None:
+    cluster._start_etcd()
+    # The first bootstraps alone; the others then clone it.
+    cluster.start(cluster.members[0])
+    cluster.leader(starting=True)
+    for member in cluster.members[1:]:
+        cluster.start(member)
+    cluster.replicas_streaming(nodes - 1)

@@ -9,7 +9,7 @@ Runs against the database the candidates benchmark keeps
 one): the app is called as uvicorn calls it (raw ASGI, as
 ``claims_profile.py`` does), one request at a time, with the logging
 ``serve`` sets up as shipped (``info``, an access line per request, written
-to ``--access-log``). For each query: wall and CPU time per request, the
+to ``--access-log``). For each query: the median wall time and the mean CPU time per request, the
 statements sent to PostgreSQL and the rows they returned, and the wall
 time inside each phase of the request (``PHASES``; phases read on the second
 connection overlap the others, so the phases need not add up). With
@@ -28,6 +28,7 @@ import logging.config
 import os
 import pstats
 import signal
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -131,19 +132,26 @@ class Statements:
 
 
 async def _run(app: Any, path: str, count: int) -> tuple[float, float]:
-    """``count`` requests; their wall and this process's CPU seconds."""
-    wall, cpu = time.perf_counter(), time.process_time()
+    """``count`` requests; the median of their wall times and this process's
+    CPU seconds per request."""
+    walls = []
+    cpu = time.process_time()
     for _ in range(count):
+        began = time.perf_counter()
         status = await call(app, "GET", path)
+        walls.append(time.perf_counter() - began)
         assert status == 200, status
-    return time.perf_counter() - wall, time.process_time() - cpu
+    return statistics.median(walls), (time.process_time() - cpu) / count
 
 
 @contextmanager
 def timed_phases(spent: dict[str, float]) -> Iterator[None]:
     with ExitStack() as undo:
         for name, (owner, attribute) in PHASES.items():
-            original = getattr(owner, attribute)
+            # Another commit's code (``PYTHONPATH``) may lack a phase.
+            original = getattr(owner, attribute, None)
+            if original is None:
+                continue
             setattr(owner, attribute, _wrapped(original, name, spent, time.perf_counter))
             undo.callback(setattr, owner, attribute, original)
         yield
@@ -185,7 +193,7 @@ async def _one_query(app: Any, name: str, path: str, options: argparse.Namespace
     await _run(app, path, max(count // 4, 5))  # warm: pools, compiled statements, names
     wall, cpu = await _run(app, path, count)
     _out(f"\n== {name}: {path}")
-    _out(f"wall {1000 * wall / count:.2f} ms, CPU {1000 * cpu / count:.2f} ms per request")
+    _out(f"wall {1000 * wall:.2f} ms (median), CPU {1000 * cpu:.2f} ms per request")
     statements = Statements()
     spent: dict[str, float] = {}
     with statements.counted(), timed_phases(spent):
@@ -198,7 +206,8 @@ async def _one_query(app: Any, name: str, path: str, options: argparse.Namespace
         _out(f"  {phase:52s} {1000 * spent.get(phase, 0.0) / count:7.3f} ms")
     if options.sql:
         for sql, (sent, rows, seconds) in statements.each.items():
-            _out(f"-- sent {sent / count:.1f}x, {rows / sent:.0f} rows, {1000 * seconds / sent:.2f} ms")
+            each = f"{rows / sent:.0f} rows, {1000 * seconds / sent:.2f} ms"
+            _out(f"-- sent {sent / count:.1f}x, {each}")
             _out(sql)
     if options.cprofile:
         profiler = cProfile.Profile(time.perf_counter)
@@ -213,9 +222,7 @@ async def _one_query(app: Any, name: str, path: str, options: argparse.Namespace
 
 async def _record(app: Any, path: str, count: int, options: argparse.Namespace) -> None:
     sampler = [options.py_spy, "record", "-r", "1000", "-f", "raw", "-o", str(options.record)]
-    recording = await asyncio.create_subprocess_exec(
-        *sampler, "--idle", "--pid", str(os.getpid())
-    )
+    recording = await asyncio.create_subprocess_exec(*sampler, "--idle", "--pid", str(os.getpid()))
     await asyncio.sleep(1)  # py-spy attached
     await _run(app, path, count)
     recording.send_signal(signal.SIGINT)

@@ -71,10 +71,11 @@ class MemberPages:
         while not self._last:
             size = min(size, self.LARGEST_PAGE)
             first, self._first_page = self._first_page, ()
-            if len(first) >= size:
-                page = list(first[:size])
-            else:
-                page = await lookups.member_page(self.session, self.kind, self.ids, self.after, size)
+            page = (
+                list(first[:size])
+                if len(first) >= size
+                else await lookups.member_page(self.session, self.kind, self.ids, self.after, size)
+            )
             self._last = len(page) < size
             if page:
                 self.after = page[-1][0]

@@ -42,7 +42,7 @@ import asyncpg
 import asyncpg.prepared_stmt
 import candidates_servers as servers
 
-from bench.claims_phases import _wrapped
+from bench.claims_phases import wrapped
 from bench.claims_profile import call
 from placement_api.app import create_app
 from placement_api.domain.candidates import (
@@ -152,7 +152,7 @@ def timed_phases(spent: dict[str, float]) -> Iterator[None]:
             original = getattr(owner, attribute, None)
             if original is None:
                 continue
-            setattr(owner, attribute, _wrapped(original, name, spent, time.perf_counter))
+            setattr(owner, attribute, wrapped(original, name, spent, time.perf_counter))
             undo.callback(setattr, owner, attribute, original)
         yield
 

@@ -9,7 +9,7 @@ from typing import cast
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.domain.candidates.member_pages import MemberPages, narrowest_pages
-from placement_api.domain.candidates.queries import RootList
+from placement_api.domain.candidates.provider_filters import RootList
 
 NO_SESSION = cast(AsyncSession, None)
 

@@ -49,9 +49,10 @@ PHASES: dict[str, tuple[Any, str]] = {
 }
 
 
-def _wrapped(
+def wrapped(
     function: Callable[..., Any], name: str, spent: dict[str, float], clock: Callable[[], float]
 ) -> Callable[..., Any]:
+    """``function``, adding the ``clock`` time spent inside it to ``spent[name]``."""
     depth = [0]  # a phase inside itself (a nested call) counts once
 
     if inspect.iscoroutinefunction(function):
@@ -93,7 +94,7 @@ def timed_phases(
     with ExitStack() as undo:
         for name, (owner, attribute) in PHASES.items():
             original = getattr(owner, attribute)
-            setattr(owner, attribute, _wrapped(original, name, spent, clock))
+            setattr(owner, attribute, wrapped(original, name, spent, clock))
             undo.callback(setattr, owner, attribute, original)
         yield
 

@@ -9,7 +9,7 @@ per pattern of shared providers (which slots share a provider).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -87,6 +87,22 @@ class Candidate(NamedTuple):
         )
         mappings = sorted((suffix, tuple(sorted(ps))) for suffix, ps in self.mappings.items())
         return (tuple(resources), tuple(mappings))
+
+
+def providers_of(candidates: Iterable[Candidate]) -> set[int]:
+    """The providers the candidates allocate from. Per layout, not per
+    candidate, which slots hold them: thousands of candidates share a few."""
+    used: set[int] = set()
+    slots_of: dict[int, tuple[int, ...]] = {}
+    for chosen, layout in candidates:
+        slots = slots_of.get(id(layout))
+        if slots is None:
+            slots = slots_of[id(layout)] = tuple(index for index, _ in layout.held)
+        if len(slots) == 1:
+            used.add(chosen[slots[0]])
+        else:
+            used.update([chosen[index] for index in slots])
+    return used
 
 
 class Layouts:

@@ -5,6 +5,8 @@ filtered search follows the limit, not the cloud (docs/candidates.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.domain.candidates import lookups
@@ -12,18 +14,24 @@ from placement_api.domain.candidates.provider_filters import RootList, Window
 from placement_api.domain.candidates.summary_rows import FilterKind
 
 
-def narrowest_pages(
+async def narrowest_pages(
     session: AsyncSession,
     trait_sets: list[frozenset[int]],
     aggregate_sets: list[frozenset[int]],
-    members: tuple[int, ...],
+    up_to: int,
 ) -> MemberPages:
-    """Pages of the members of the filter leaving the fewest (``members``,
-    counted in that order, up to a page)."""
-    narrowest = members.index(min(members))
-    if narrowest < len(trait_sets):
-        return MemberPages(session, "trait", trait_sets[narrowest])
-    return MemberPages(session, "aggregate", aggregate_sets[narrowest - len(trait_sets)])
+    """Pages of the members of the filter leaving the fewest, counted (up
+    to ``up_to``) only when there is more than one filter to choose from."""
+    filters: list[tuple[FilterKind, frozenset[int]]] = [
+        *(("trait", ids) for ids in trait_sets),
+        *(("aggregate", ids) for ids in aggregate_sets),
+    ]
+    narrowest = 0
+    if len(filters) > 1:
+        members = await lookups.member_counts(session, trait_sets, aggregate_sets, up_to=up_to)
+        narrowest = members.index(min(members))
+    kind, ids = filters[narrowest]
+    return MemberPages(session, kind, ids)
 
 
 class MemberPages:
@@ -34,8 +42,18 @@ class MemberPages:
     # A LIMIT PostgreSQL takes (the rest at once is "as many as there are").
     LARGEST_PAGE = 2**31 - 1
 
-    def __init__(self, session: AsyncSession, kind: FilterKind, ids: frozenset[int]) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        kind: FilterKind,
+        ids: frozenset[int],
+        first_page: Sequence[tuple[int, int, int]] = (),
+    ) -> None:
+        """``first_page``: the first (provider, root, trait or aggregate) of
+        the members, by provider id, when they were read already (by the
+        prelude): a first page no longer than them is taken from them."""
         self.session, self.kind, self.ids = session, kind, ids
+        self._first_page = first_page
         # Every member up to this provider id has been read.
         self.after = 0
         # Which of the traits the members read since the last ``take_held`` have.
@@ -52,7 +70,12 @@ class MemberPages:
         pages keep their own place) not read yet; None past the last."""
         while not self._last:
             size = min(size, self.LARGEST_PAGE)
-            page = await lookups.member_page(self.session, self.kind, self.ids, self.after, size)
+            first, self._first_page = self._first_page, ()
+            page = (
+                list(first[:size])
+                if len(first) >= size
+                else await lookups.member_page(self.session, self.kind, self.ids, self.after, size)
+            )
             self._last = len(page) < size
             if page:
                 self.after = page[-1][0]

@@ -70,9 +70,20 @@ class TraitHolders:
     traits: dict[int, frozenset[int]] = field(default_factory=dict)
     trees: dict[int, frozenset[int]] = field(default_factory=dict)
     partial: frozenset[int] = frozenset()
+    # Per trait whose holders were cut: those read, (provider, root) by provider id.
+    first_read: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
     def complete(self, any_of: frozenset[int]) -> bool:
         return not any_of & self.partial
+
+    def first_page(self, any_of: frozenset[int]) -> list[tuple[int, int, int]]:
+        """The first (provider, root, trait) of the holders of ``any_of``, by
+        provider id, as the prelude read them: the first page of
+        ``MemberPages`` (empty unless it is one trait whose holders were cut)."""
+        if len(any_of) != 1:
+            return []
+        (trait,) = any_of
+        return [(provider, root, trait) for provider, root in self.first_read.get(trait, ())]
 
     def roots_having(self, any_of: frozenset[int]) -> frozenset[int]:
         """Roots of the trees where some provider has one of ``any_of``."""
@@ -182,14 +193,19 @@ def _holders(pairs_by_trait: dict[int, str], partial: frozenset[int]) -> TraitHo
     """Holders from each trait's "provider,root provider,root ..." string."""
     trees: dict[int, frozenset[int]] = {}
     holders_of: dict[int, list[int]] = {}
+    first_read: dict[int, list[tuple[int, int]]] = {}
     for trait, pairs in pairs_by_trait.items():
         numbers = list(map(int, pairs.replace(" ", ",").split(",")))
         trees[trait] = frozenset(numbers[1::2])
         holders_of[trait] = numbers[0::2]
+        if trait in partial:
+            # Read in provider order; the aggregate does not promise to keep it.
+            first_read[trait] = sorted(zip(numbers[0::2], numbers[1::2], strict=True))
     if len(holders_of) == 1:
         # The common case: one trait asked for, thousands of holders.
         ((trait, providers),) = holders_of.items()
-        return TraitHolders(dict.fromkeys(providers, frozenset((trait,))), trees, partial)
+        traits = dict.fromkeys(providers, frozenset((trait,)))
+        return TraitHolders(traits, trees, partial, first_read)
     traits_of: dict[int, set[int]] = {}
     for trait, providers in holders_of.items():
         for provider in providers:
@@ -200,7 +216,7 @@ def _holders(pairs_by_trait: dict[int, str], partial: frozenset[int]) -> TraitHo
     for provider, held in traits_of.items():
         key = frozenset(held)
         traits[provider] = shared.setdefault(key, key)
-    return TraitHolders(traits, trees, partial)
+    return TraitHolders(traits, trees, partial, first_read)
 
 
 def _lists(request: CandidateRequest) -> dict[str, list[str]]:

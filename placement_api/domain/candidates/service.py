@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.second_connection import SecondConnection
 from placement_api.domain.candidates import lookups
-from placement_api.domain.candidates.combinations import Candidate
+from placement_api.domain.candidates.combinations import Candidate, providers_of
 from placement_api.domain.candidates.names import resolve
 from placement_api.domain.candidates.prefetch import Prefetch
 from placement_api.domain.candidates.prelude import read_prelude
@@ -72,7 +72,7 @@ async def find_candidates(
         candidates, root_of = await finder.run()
         if not candidates:
             return CandidatesResult()
-        used = {provider for c in candidates for provider in c.providers()}
+        used = providers_of(candidates)
         if request.nested_aware:
             used = {root_of[p] for p in used}
         summaries = await load_summaries(

@@ -168,14 +168,11 @@ class Finder:
                 # of the tree's own that passes its filters: the trees of the
                 # narrowest such filter's members, page by page, are all there
                 # is to read.
-                members = await lookups.member_counts(
+                self._pages = await narrowest_pages(
                     self.session,
                     native_traits,
                     native_aggregates,
                     up_to=policy.start(stop_after).size,
-                )
-                self._pages = narrowest_pages(
-                    self.session, native_traits, native_aggregates, members
                 )
             else:
                 members = await lookups.member_counts(
@@ -212,7 +209,8 @@ class Finder:
         ]
         if not tree_traits:
             return None
-        return MemberPages(self.session, "trait", tree_traits[0])
+        first = self._holders.first_page(tree_traits[0])
+        return MemberPages(self.session, "trait", tree_traits[0], first)
 
     async def _windowed(
         self,

@@ -9,7 +9,6 @@ from fastapi import APIRouter
 from starlette.responses import JSONResponse, Response
 
 from placement_api.auth.policies import allocation_candidate as policies
-from placement_api.domain.candidates.combinations import Layout
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.service import CandidatesResult, find_candidates
 from placement_api.domain.candidates.windows import SearchSettings
@@ -17,6 +16,7 @@ from placement_api.microversion import Version
 from placement_api.observability.metrics import CANDIDATES
 from placement_api.serving.gc_policy import collector_paused
 from placement_api.web.candidates_query import parse_request
+from placement_api.web.candidates_rendering import allocation_requests
 from placement_api.web.deps import ApiDep, DbDep
 from placement_api.web.fastpath.lean_route import PlacementRoute
 from placement_api.web.rendering import json_response
@@ -40,68 +40,6 @@ class OrjsonResponse(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)
-
-
-class _Rendered:
-    """The parts of candidates that repeat, rendered once.
-
-    A search shares one layout among all candidates whose slots share
-    providers alike, and
-    one amounts dict per provider slot of it, so tens of thousands of
-    candidates repeat a few of each: their ``{"resources": ...}`` bodies are
-    made once per amounts dict (the encoder takes shared objects). Layouts
-    and amounts dicts stay alive (held by the candidates) while the answer
-    is built, so no identity is reused.
-    """
-
-    def __init__(self, names: dict[int, str]) -> None:
-        self.names = names
-        self.bodies: dict[int, dict[str, dict[str, int]]] = {}
-        self.layouts: dict[int, tuple[tuple[int, dict[str, dict[str, int]]], ...]] = {}
-
-    def body(self, amounts: dict[int, int]) -> dict[str, dict[str, int]]:
-        found = self.bodies.get(id(amounts))
-        if found is None:
-            names = self.names
-            resources = {names[c]: amounts[c] for c in sorted(amounts)}
-            found = self.bodies[id(amounts)] = {"resources": resources}
-        return found
-
-    def held(self, layout: Layout) -> tuple[tuple[int, dict[str, dict[str, int]]], ...]:
-        """Per provider allocated: its slot, and its body."""
-        found = self.layouts.get(id(layout))
-        if found is None:
-            found = tuple((slot, self.body(amounts)) for slot, amounts in layout.held)
-            self.layouts[id(layout)] = found
-        return found
-
-
-def _allocation_requests(result: CandidatesResult, version: Version) -> list[dict[str, Any]]:
-    uuids, rendered = result.uuids, _Rendered(result.class_names)
-    if not version.has("allocations_dict_format"):
-        return [
-            {
-                "allocations": [
-                    {"resource_provider": {"uuid": uuids[chosen[slot]]}, **body}
-                    for slot, body in rendered.held(layout)
-                ]
-            }
-            for chosen, layout in result.candidates
-        ]
-    if not version.has("candidates_mappings"):
-        return [
-            {"allocations": {uuids[chosen[slot]]: body for slot, body in rendered.held(layout)}}
-            for chosen, layout in result.candidates
-        ]
-    return [
-        {
-            "allocations": {uuids[chosen[slot]]: body for slot, body in rendered.held(layout)},
-            "mappings": {
-                suffix: [uuids[chosen[slot]] for slot in slots] for suffix, slots in layout.mapped
-            },
-        }
-        for chosen, layout in result.candidates
-    ]
 
 
 def _provider_summaries(result: CandidatesResult, version: Version) -> dict[str, Any]:
@@ -149,8 +87,8 @@ async def _answer(
     unit = db.read()
     async with unit as session:
         result = await find_candidates(session, request, settings, unit.second_connection())
-    requests = _allocation_requests(result, version)
-    CANDIDATES.observe(len(requests))
+    CANDIDATES.observe(len(result.candidates))
+    requests = allocation_requests(result.candidates, result.uuids, result.class_names, version)
     body = {
         "allocation_requests": requests,
         "provider_summaries": _provider_summaries(result, version),

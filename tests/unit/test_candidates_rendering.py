@@ -1,0 +1,65 @@
+"""Allocation requests built per layout are those built candidate by
+candidate, in every microversion's form: one provider for every slot (the
+shortcut) or several, one mapping or several, groups without amounts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from placement_api.domain.candidates.combinations import Candidate, Layouts, providers_of
+from placement_api.microversion import Version
+from placement_api.web.candidates_rendering import allocation_requests
+
+NAMES = {1: "VCPU", 2: "MEMORY_MB", 3: "DISK_GB"}
+UUIDS = {ident: f"uuid-{ident}" for ident in range(1, 9)}
+VERSIONS = [Version(1, 10), Version(1, 12), Version(1, 34)]
+
+
+def _expected(candidate: Candidate, version: Version) -> dict[str, Any]:
+    """What a candidate shows, built from its allocations and mappings alone."""
+    bodies = {
+        UUIDS[provider]: {"resources": {NAMES[c]: amounts[c] for c in sorted(amounts)}}
+        for provider, amounts in candidate.allocations.items()
+    }
+    if version < Version(1, 12):
+        listed = [{"resource_provider": {"uuid": u}, **body} for u, body in bodies.items()]
+        return {"allocations": listed}
+    if version < Version(1, 34):
+        return {"allocations": bodies}
+    mappings = {s: [UUIDS[p] for p in ps] for s, ps in candidate.mappings.items()}
+    return {"allocations": bodies, "mappings": mappings}
+
+
+# Per slot, its group's suffix and amounts; then the providers filling the slots.
+SEARCHES = [
+    # A flat cloud: one provider for the unsuffixed group's three classes.
+    ([("", ((1, 2),)), ("", ((2, 512),)), ("", ((3, 10),))], [(1, 1, 1), (2, 2, 2)]),
+    # Two groups that one provider may serve alone, or two providers.
+    ([("1", ((1, 1),)), ("2", ((1, 1), (2, 64)))], [(3, 3), (3, 4), (5, 6)]),
+    # A group without amounts (mapped, never allocated from) beside one with.
+    ([("", ((1, 1),)), ("agg", ())], [(7, 7), (7, 8)]),
+]
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=str)
+@pytest.mark.parametrize(("slots", "chosen"), SEARCHES)
+def test_requests_built_per_layout_are_those_built_one_by_one(
+    slots: list[tuple[str, tuple[tuple[int, int], ...]]],
+    chosen: list[tuple[int, ...]],
+    version: Version,
+) -> None:
+    layouts = Layouts(slots)
+    candidates = [layouts.candidate(providers) for providers in chosen]
+    found = allocation_requests(candidates, UUIDS, NAMES, version)
+    assert found == [_expected(candidate, version) for candidate in candidates]
+
+
+@pytest.mark.parametrize(("slots", "chosen"), SEARCHES)
+def test_the_providers_allocated_from_are_gathered_per_layout(
+    slots: list[tuple[str, tuple[tuple[int, int], ...]]], chosen: list[tuple[int, ...]]
+) -> None:
+    layouts = Layouts(slots)
+    candidates = [layouts.candidate(providers) for providers in chosen]
+    assert providers_of(candidates) == {p for c in candidates for p in c.allocations}

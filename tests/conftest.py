@@ -7,13 +7,11 @@ that uses it — directly or through ``api`` — runs once per backend.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from placement_api.db import migrations
 from placement_api.db.engine import create_engine
 from placement_api.settings import Settings
 from tests.support import databases
@@ -25,16 +23,8 @@ from tests.support.keystone import keystone  # noqa: F401
 
 @pytest.fixture(scope="session", params=databases.BACKENDS)
 def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    if request.param == "sqlite":
-        with databases.sqlite_database() as url:
-            yield url
-        return
-    name, url = asyncio.run(databases.create_pg_database())
-    try:
-        migrations.upgrade(url)
+    with databases.migrated_database(request.param) as url:
         yield url
-    finally:
-        asyncio.run(databases.drop_pg_database(name))
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -16,7 +15,6 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from placement_api.db import migrations
 from placement_api.settings import Settings
 from tests.support import databases
 from tests.support.client import PlacementClient
@@ -196,17 +194,8 @@ async def test_a_disabled_host_is_left_out_and_counted_apart_unless_included(
 @pytest.fixture(params=databases.BACKENDS)
 def never_served_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A database `db upgrade` made that no server has started on: no standard names yet."""
-    if request.param == "sqlite":
-        with databases.sqlite_database() as url:
-            yield url
-        return
-    # Synchronous, as conftest's: the migration runs its own event loop.
-    name, url = asyncio.run(databases.create_pg_database())
-    try:
-        migrations.upgrade(url)
+    with databases.migrated_database(request.param) as url:
         yield url
-    finally:
-        asyncio.run(databases.drop_pg_database(name))
 
 
 async def test_a_database_no_server_has_served_reports_nothing_fits(

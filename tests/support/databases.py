@@ -70,6 +70,22 @@ def sqlite_database() -> Iterator[str]:
         yield url
 
 
+@contextmanager
+def migrated_database(backend: str) -> Iterator[str]:
+    """A new database of ``backend``, migrated, dropped afterwards. Synchronous:
+    the migration runs its own event loop."""
+    if backend == "sqlite":
+        with sqlite_database() as url:
+            yield url
+        return
+    name, url = asyncio.run(create_pg_database())
+    try:
+        migrations.upgrade(url)
+        yield url
+    finally:
+        asyncio.run(drop_pg_database(name))
+
+
 async def create_pg_database() -> tuple[str, str]:
     name = f"placement_test_{_run_id()}"
     await _pg_admin(f'CREATE DATABASE "{name}"')

@@ -1,5 +1,5 @@
 """The collector is paused while any answer is built, and resumes only after the
-last one, and only if it was running before."""
+last one, and only if it was running before; a started app sets its thresholds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from placement_api.serving.gc_policy import collector_paused
+from placement_api.serving.gc_policy import THRESHOLDS, collector_paused
+from placement_api.settings import Settings
+from tests.support.client import app_client
 
 
 @pytest.fixture
@@ -37,3 +39,15 @@ def test_a_collector_switched_off_before_stays_off() -> None:
     with collector_paused():
         assert not gc.isenabled()
     assert not gc.isenabled()
+
+
+async def test_a_started_app_collects_its_young_objects_less_often(settings: Settings) -> None:
+    """Thousands of waiting long-polls keep their objects alive: with Python's
+    defaults the collector walked them all again at every wave of answers."""
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        async with app_client(settings):
+            assert gc.get_threshold() == THRESHOLDS
+    finally:
+        gc.set_threshold(*before)

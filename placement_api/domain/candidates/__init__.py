@@ -9,8 +9,9 @@ out by which filters) and ``lookups`` what else the search needs
 each group's plan and the sharing providers' rules; ``combinations`` holds
 what a search is given and finds; ``search`` walks the combinations lazily,
 pruning as it goes and stopping at the limit (pure), and ``single_provider``
-skips the walk on a flat cloud; ``windows`` reads rows and searches window by
-window; ``summaries`` loads what the response reports about the providers
-involved (``summary_rows`` reads their rows, ``prefetch`` reads them ahead);
+skips the walk on a flat cloud; ``search_settings`` bounds one request's
+search; ``windows`` reads rows and searches window by window; ``summaries``
+loads what the response reports about the providers involved
+(``summary_rows`` reads their rows, ``prefetch`` reads them ahead);
 ``service`` ties the steps together.
 """

@@ -18,9 +18,10 @@ from placement_api.domain.candidates.names import resolve
 from placement_api.domain.candidates.prefetch import Prefetch
 from placement_api.domain.candidates.prelude import read_prelude
 from placement_api.domain.candidates.request import CandidateRequest
+from placement_api.domain.candidates.search_settings import SearchSettings, holder_cap
 from placement_api.domain.candidates.summaries import ProviderSummary, load_summaries
 from placement_api.domain.candidates.summary_rows import SummaryScope
-from placement_api.domain.candidates.windows import Finder, SearchSettings, holder_cap
+from placement_api.domain.candidates.windows import Finder
 
 
 @dataclass(frozen=True)

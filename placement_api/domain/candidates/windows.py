@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import NamedTuple, cast
 
@@ -30,6 +29,7 @@ from placement_api.domain.candidates.prelude import Prelude
 from placement_api.domain.candidates.provider_filters import RootList, RootWindow, RowScope, Window
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search import search_steps
+from placement_api.domain.candidates.search_settings import SearchSettings, stop_after
 from placement_api.domain.candidates.single_provider import single_provider_search
 from placement_api.domain.candidates.summary_rows import FilterKind
 from placement_api.domain.candidates.trait_completion import (
@@ -40,36 +40,6 @@ from placement_api.domain.candidates.trait_completion import (
 # A trait or aggregate filter on providers, when it leaves few: the trees
 # its providers are in are read whole, in one read.
 FewFilter = tuple[FilterKind, frozenset[int]]
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    randomize: bool = False
-    # Most candidates generated per request; negative means no cap.
-    max_candidates: int = -1
-    # Longest the search computes before letting the worker's other work run.
-    slice_seconds: float = 0.02
-    # What provider summaries report (by microversion).
-    all_classes: bool = True
-    with_traits: bool = True
-
-
-def _stop_after(request: CandidateRequest, settings: SearchSettings) -> int | None:
-    bounds = [request.limit] if request.limit is not None else []
-    if settings.max_candidates >= 0:
-        bounds.append(settings.max_candidates)
-    return min(bounds) if bounds else None
-
-
-def holder_cap(request: CandidateRequest, settings: SearchSettings) -> int | None:
-    """How many holders of each of the unsuffixed group's traits the prelude
-    reads: those of the first window's trees at most (more are read page by
-    page, ``MemberPages``); all of them when every tree is read anyway (no
-    limit, or shuffled)."""
-    stop_after = _stop_after(request, settings)
-    if stop_after is None or settings.randomize:
-        return None
-    return windowing.POLICY.start(stop_after).size
 
 
 class Found(NamedTuple):
@@ -120,7 +90,7 @@ class Finder:
         self.request = request
         self.resolved = resolved
         self.settings = settings
-        self.stop_after = _stop_after(request, settings)
+        self.stop_after = stop_after(request, settings)
         self.shuffle = random.shuffle if settings.randomize else None
         self.roots = prelude.roots
         self.all_sharing = prelude.sharing

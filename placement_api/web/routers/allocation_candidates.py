@@ -10,8 +10,8 @@ from starlette.responses import JSONResponse, Response
 
 from placement_api.auth.policies import allocation_candidate as policies
 from placement_api.domain.candidates.request import CandidateRequest
+from placement_api.domain.candidates.search_settings import SearchSettings
 from placement_api.domain.candidates.service import CandidatesResult, find_candidates
-from placement_api.domain.candidates.windows import SearchSettings
 from placement_api.microversion import Version
 from placement_api.observability.metrics import CANDIDATES
 from placement_api.serving.gc_policy import collector_paused

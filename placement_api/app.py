@@ -19,6 +19,7 @@ from placement_api.db.driver import DIRECT
 from placement_api.db.engine import engine_for, standby_engine_for
 from placement_api.db.replica import Replica
 from placement_api.db.session import SessionFactory, make_session_factory
+from placement_api.domain.candidates.provider_index import ProviderIndex
 from placement_api.domain.changes import recording_session_factory
 from placement_api.observability import metrics
 from placement_api.observability.capacity_gauges import CapacityGauges
@@ -79,6 +80,17 @@ async def _sync_standard_names(factory: SessionFactory) -> None:
             "the database is read-only (a standby): serving reads; writes answer 503 "
             "until it is the primary"
         )
+
+
+def _candidates_index(settings: Settings, factory: SessionFactory) -> ProviderIndex | None:
+    if not settings.candidates_index:
+        return None
+    return ProviderIndex(
+        factory,
+        max_providers=settings.candidates_index_max_providers,
+        max_age=settings.candidates_index_max_age,
+        retry_interval=settings.database_read_retry_interval,
+    )
 
 
 def fence_fast_paths(app: PlacementApp) -> bool:
@@ -145,6 +157,7 @@ def create_app(settings: Settings | None = None) -> PlacementApp:
                 missed_intervals=settings.heartbeat_missed_intervals,
             ),
             replica=replica,
+            candidates_index=_candidates_index(settings, factory),
         )
         freeze_what_startup_made()
         try:

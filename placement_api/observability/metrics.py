@@ -62,6 +62,12 @@ CANDIDATES = Histogram(
     "Allocation requests returned by one GET /allocation_candidates.",
     buckets=(0, 1, 5, 10, 50, 100, 500, 1000, 5000, 10000),
 )
+CANDIDATES_ANSWERED = Counter(
+    "placement_allocation_candidates_answered_total",
+    "GET /allocation_candidates answers by source: the worker's provider index "
+    "(flat clouds) or the database.",
+    ["source"],
+)
 POOL_IN_USE = Gauge(
     "placement_db_pool_connections_in_use",
     "Database connections checked out of the pool.",

@@ -29,3 +29,30 @@ class CandidatesSettings(BaseModel):
             "requests run (and its own deadline cut it short)."
         ),
     )
+    candidates_index: bool = Field(
+        default=True,
+        description=(
+            "Keep in each API worker a copy of every provider's traits, aggregates and "
+            "inventory, kept current from the change feed, and answer a flat cloud's "
+            "single-group candidate requests from it without reading those tables."
+        ),
+    )
+    candidates_index_max_providers: int = Field(
+        default=100_000,
+        ge=0,
+        description=(
+            "Largest cloud (in providers) the candidates index copies; larger ones are "
+            "read from the database (the copy costs about 1 KB of each worker's memory "
+            "per provider)."
+        ),
+    )
+    candidates_index_max_age: float = Field(
+        default=300,
+        gt=0,
+        description=(
+            "Seconds after which a worker reloads its candidates index whole: the change "
+            "feed keeps it current with every write made through the API, and this "
+            "bounds how long one made outside it (SQL by hand, `placement-api audit "
+            "--fix`) goes unseen."
+        ),
+    )

@@ -7,13 +7,17 @@ layout is which providers fill its slots. So what a layout makes is worked
 out once (its ``{"resources": ...}`` bodies, made once per amounts dict and
 shared by every candidate: the encoder takes shared objects), and a
 candidate costs only its own dicts. The most common layout, one provider
-for every slot (every candidate of a flat cloud), is built without a loop.
+for every slot (every candidate of a flat cloud), is built without a loop;
+when every candidate has it, the list is written as JSON text from one
+template per layout (``encoded_requests``), without a dict per candidate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import orjson
 
 from placement_api.domain.candidates.combinations import Candidate, Layout
 from placement_api.microversion import Version
@@ -93,3 +97,45 @@ def allocation_requests(
             }
             append({"allocations": allocations, "mappings": mappings})
     return requests
+
+
+def _template(body: Body, mapped: tuple[tuple[str, tuple[int, ...]], ...] | None) -> bytes:
+    """The JSON of a one-provider request, with ``%b`` for the provider's
+    quoted uuid; the same bytes the encoder writes for its dicts."""
+    allocations = b'{"allocations":{%b:' + orjson.dumps(body).replace(b"%", b"%%") + b"}"
+    if mapped is None:
+        return allocations + b"}"
+    mappings = b",".join(
+        orjson.dumps(suffix).replace(b"%", b"%%") + b":[%b]" for suffix, _ in mapped
+    )
+    return allocations + b',"mappings":{' + mappings + b"}}"
+
+
+def encoded_requests(
+    candidates: Sequence[Candidate],
+    uuids: dict[int, str],
+    class_names: dict[int, str],
+    version: Version,
+) -> orjson.Fragment | None:
+    """The allocation requests as JSON text, when the version shows them as
+    dicts and every candidate has one provider for all its slots (a flat
+    cloud's); else None (``allocation_requests`` builds them)."""
+    if not version.has("allocations_dict_format"):
+        return None
+    mapped = version.has("candidates_mappings")
+    shapes = _Shapes(class_names)
+    templates: dict[int, tuple[bytes, int, int]] = {}
+    parts: list[bytes] = []
+    append = parts.append
+    for chosen, layout in candidates:
+        found = templates.get(id(layout))
+        if found is None:
+            held, alone = shapes.of(layout)
+            if alone is None:
+                return None
+            template = _template(held[0][1], layout.mapped if mapped else None)
+            # The uuid appears once in the allocations and once per mapping.
+            found = templates[id(layout)] = (template, alone, 1 + len(layout.mapped) * mapped)
+        template, alone, uses = found
+        append(template % ((orjson.dumps(uuids[chosen[alone]]),) * uses))
+    return orjson.Fragment(b"[" + b",".join(parts) + b"]")

@@ -20,6 +20,7 @@ from placement_api.db.replica import PRIMARY, Replica, is_position
 from placement_api.db.second_connection import SecondConnection
 from placement_api.db.session import SessionFactory, UnitOfWork
 from placement_api.domain import changes
+from placement_api.domain.candidates.provider_index import ProviderIndex
 from placement_api.microversion import Version
 from placement_api.observability.capacity_gauges import CapacityGauges
 from placement_api.services.capacity_sources import CapacitySources
@@ -126,6 +127,7 @@ class Services:
     capacity: CapacitySources
     capacity_gauges: CapacityGauges
     replica: Replica | None = None
+    candidates_index: ProviderIndex | None = None
 
     @cached_property
     def database(self) -> Database:

@@ -36,6 +36,7 @@ import pytest
 from placement_api.db import migrations
 from tests.ha.traffic import (
     CAPACITY,
+    FROM_PRIMARY,
     HEADERS,
     Claims,
     claim_forever,
@@ -281,7 +282,7 @@ def check_kept(url: str, providers: list[str], claims: Claims, created: Creation
     """Every acknowledged claim and provider there, no provider over capacity,
     usage equal to the sum of allocations."""
     assert missing_claims(url, claims.acknowledged) == []
-    with httpx.Client(base_url=url, headers=HEADERS, timeout=30) as client:
+    with httpx.Client(base_url=url, headers=FROM_PRIMARY, timeout=30) as client:
         lost = [
             rp
             for rp in created.acknowledged + providers

@@ -131,10 +131,14 @@ class Follower:
         self.epoch = None
 
 
+# Reads sent with this are answered from the primary (``web/read_after.py``).
+FROM_PRIMARY = {**HEADERS, "X-Placement-Read-After": "primary"}
+
+
 def settled_state(url: str, providers: list[str]) -> dict[str, tuple[int, int]]:
     """(usage, sum of allocations) of VCPU per provider, as the API has them now."""
     state = {}
-    with httpx.Client(base_url=url, headers=HEADERS, timeout=30) as client:
+    with httpx.Client(base_url=url, headers=FROM_PRIMARY, timeout=30) as client:
         for rp in providers:
             usage = client.get(f"/resource_providers/{rp}/usages").json()["usages"].get("VCPU", 0)
             allocations = client.get(f"/resource_providers/{rp}/allocations").json()
@@ -144,9 +148,10 @@ def settled_state(url: str, providers: list[str]) -> dict[str, tuple[int, int]]:
 
 
 def missing_claims(url: str, consumers: list[str]) -> list[str]:
-    """Acknowledged claims whose allocations are gone."""
+    """Acknowledged claims whose allocations are gone, read from the primary:
+    a standby may still be replaying them."""
     missing = []
-    with httpx.Client(base_url=url, headers=HEADERS, timeout=30) as client:
+    with httpx.Client(base_url=url, headers=FROM_PRIMARY, timeout=30) as client:
         for consumer in consumers:
             found = client.get(f"/allocations/{consumer}").json()["allocations"]
             if not found:

@@ -123,3 +123,8 @@ async def clean(engine: AsyncEngine) -> None:
         await connection.execute(
             text("DELETE FROM resource_classes WHERE name LIKE 'CUSTOM\\_%' ESCAPE '\\'")
         )
+        # Everything the feed told of is gone, as after a restore: a new epoch
+        # tells those who keep copies (schedulers, the API's provider index).
+        await connection.execute(
+            text("UPDATE change_feed_head SET epoch = :epoch"), {"epoch": uuid.uuid4().hex}
+        )

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from placement_api.domain.candidates.combinations import Candidate, Layouts, providers_of
 from placement_api.microversion import Version
-from placement_api.web.candidates_rendering import allocation_requests
+from placement_api.web.candidates_rendering import allocation_requests, encoded_requests
 
 NAMES = {1: "VCPU", 2: "MEMORY_MB", 3: "DISK_GB"}
 UUIDS = {ident: f"uuid-{ident}" for ident in range(1, 9)}
@@ -38,6 +39,8 @@ SEARCHES = [
     ([("", ((1, 2),)), ("", ((2, 512),)), ("", ((3, 10),))], [(1, 1, 1), (2, 2, 2)]),
     # Two groups that one provider may serve alone, or two providers.
     ([("1", ((1, 1),)), ("2", ((1, 1), (2, 64)))], [(3, 3), (3, 4), (5, 6)]),
+    # Two groups that one provider serves alone, every time.
+    ([("1", ((1, 1),)), ("2", ((1, 1), (2, 64)))], [(3, 3), (5, 5)]),
     # A group without amounts (mapped, never allocated from) beside one with.
     ([("", ((1, 1),)), ("agg", ())], [(7, 7), (7, 8)]),
 ]
@@ -63,3 +66,22 @@ def test_the_providers_allocated_from_are_gathered_per_layout(
     layouts = Layouts(slots)
     candidates = [layouts.candidate(providers) for providers in chosen]
     assert providers_of(candidates) == {p for c in candidates for p in c.allocations}
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=str)
+@pytest.mark.parametrize(("slots", "chosen"), SEARCHES)
+def test_requests_written_from_templates_are_the_encoders_bytes(
+    slots: list[tuple[str, tuple[tuple[int, int], ...]]],
+    chosen: list[tuple[int, ...]],
+    version: Version,
+) -> None:
+    layouts = Layouts(slots)
+    candidates = [layouts.candidate(providers) for providers in chosen]
+    encoded = encoded_requests(candidates, UUIDS, NAMES, version)
+    one_provider_each = all(len(set(providers)) == 1 for providers in chosen)
+    if version < Version(1, 12) or not one_provider_each:
+        assert encoded is None
+    else:
+        assert encoded is not None
+        built = allocation_requests(candidates, UUIDS, NAMES, version)
+        assert orjson.dumps({"r": encoded}) == orjson.dumps({"r": built})

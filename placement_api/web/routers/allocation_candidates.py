@@ -9,15 +9,17 @@ from fastapi import APIRouter
 from starlette.responses import JSONResponse, Response
 
 from placement_api.auth.policies import allocation_candidate as policies
+from placement_api.domain.candidates.indexed_search import from_index
+from placement_api.domain.candidates.provider_index import ProviderIndex
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search_settings import SearchSettings
 from placement_api.domain.candidates.service import CandidatesResult, find_candidates
 from placement_api.microversion import Version
-from placement_api.observability.metrics import CANDIDATES
+from placement_api.observability.metrics import CANDIDATES, CANDIDATES_ANSWERED
 from placement_api.serving.gc_policy import collector_paused
 from placement_api.web.candidates_query import parse_request
-from placement_api.web.candidates_rendering import allocation_requests
-from placement_api.web.deps import ApiDep, DbDep
+from placement_api.web.candidates_rendering import allocation_requests, encoded_requests
+from placement_api.web.deps import ApiDep, DbDep, services
 from placement_api.web.fastpath.lean_route import PlacementRoute
 from placement_api.web.rendering import json_response
 from placement_api.web.schemas import allocation_candidates as schemas
@@ -77,18 +79,30 @@ async def list_allocation_candidates(api: ApiDep, db: DbDep) -> Response:
     )
     # The answer's objects die with _answer's frame, before the collector
     # resumes: alive, they would all be scanned by its first pass.
+    index = services(api.request).candidates_index
     with collector_paused():
-        return await _answer(db, request, settings, api.version)
+        return await _answer(db, index, request, settings, api.version)
 
 
 async def _answer(
-    db: DbDep, request: CandidateRequest, settings: SearchSettings, version: Version
+    db: DbDep,
+    index: ProviderIndex | None,
+    request: CandidateRequest,
+    settings: SearchSettings,
+    version: Version,
 ) -> Response:
-    unit = db.read()
-    async with unit as session:
-        result = await find_candidates(session, request, settings, unit.second_connection())
+    result = None if index is None else await from_index(index, request, settings)
+    if result is None:
+        unit = db.read()
+        async with unit as session:
+            result = await find_candidates(session, request, settings, unit.second_connection())
+        CANDIDATES_ANSWERED.labels("database").inc()
+    else:
+        CANDIDATES_ANSWERED.labels("index").inc()
     CANDIDATES.observe(len(result.candidates))
-    requests = allocation_requests(result.candidates, result.uuids, result.class_names, version)
+    requests: Any = encoded_requests(result.candidates, result.uuids, result.class_names, version)
+    if requests is None:
+        requests = allocation_requests(result.candidates, result.uuids, result.class_names, version)
     body = {
         "allocation_requests": requests,
         "provider_summaries": _provider_summaries(result, version),

@@ -1,0 +1,208 @@
+"""Candidates of a flat cloud from the worker's provider index, without
+reading the database (pure, no I/O).
+
+Serves what the flat-cloud shortcut (``single_provider``) serves: one
+unsuffixed group with resources, no shuffling, every tree a single provider
+and none sharing. Anything else, or a name the index does not know (its
+error is the database path's to give), is None: the caller reads the
+database. The answer is the one that path gives: providers in id order,
+the same capacity test and filters, the same summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+
+from placement_api.domain.candidates.combinations import Candidate, Layouts
+from placement_api.domain.candidates.indexed_provider import IndexedProvider
+from placement_api.domain.candidates.names import KnownIds, ResolvedGroup, ResolvedRequest, resolve
+from placement_api.domain.candidates.provider_index import ProviderIndex
+from placement_api.domain.candidates.request import CandidateRequest
+from placement_api.domain.candidates.search_settings import SearchSettings, stop_after
+from placement_api.domain.candidates.service import CandidatesResult
+from placement_api.domain.candidates.summaries import NO_TRAITS, ProviderSummary
+
+
+def _known_ids(index: ProviderIndex, request: CandidateRequest) -> KnownIds | None:
+    """The ids of every name the request uses; None when a class or trait
+    is unknown to the index."""
+    names = index.names
+    (group,) = request.groups
+    classes = {name: names.classes.get(name) for name in group.resources}
+    wanted_traits = {
+        *request.root_required,
+        *request.root_forbidden,
+        *group.required.forbidden,
+        *(name for any_of in group.required.any_of for name in any_of),
+    }
+    traits = {name: names.traits.get(name) for name in wanted_traits}
+    if None in classes.values() or None in traits.values():
+        return None
+    uuids = {*group.member_of.forbidden, *(u for any_of in group.member_of.any_of for u in any_of)}
+    aggregates = {u: names.aggregates[u] for u in uuids if u in names.aggregates}
+    trees = {}
+    if group.in_tree is not None:
+        root = index.tree_of(group.in_tree)
+        if root is not None:
+            trees[group.in_tree] = root
+    return KnownIds(
+        classes={k: v for k, v in classes.items() if v is not None},
+        traits={k: v for k, v in traits.items() if v is not None},
+        aggregates=aggregates,
+        trees=trees,
+    )
+
+
+def _scanned(index: ProviderIndex, group: ResolvedGroup) -> list[IndexedProvider]:
+    """The fewest providers in order that hold every candidate: the root
+    ``in_tree`` names, the holders of one required trait set, the members
+    of one aggregate set, or all."""
+    if group.tree_root is not None:
+        root = index.providers.get(group.tree_root)
+        return [] if root is None else [root]
+    narrowest: tuple[int, str, frozenset[int]] | None = None
+    for kind, sets in (("trait", group.required), ("aggregate", group.member_of)):
+        for any_of in sets:
+            count = index.count(kind, any_of)
+            if narrowest is None or count < narrowest[0]:
+                narrowest = (count, kind, any_of)
+    if narrowest is None:
+        return index.in_order()
+    return index.in_order(narrowest[1], narrowest[2])
+
+
+def _tree_filter(
+    group: ResolvedGroup, request: ResolvedRequest
+) -> Callable[[IndexedProvider], bool] | None:
+    """The filters ``provider_filters`` and the group statement apply
+    besides capacity, for a provider that is its own tree; None when there
+    are none."""
+    forbidden, outside = group.forbidden | request.root_forbidden, group.forbidden_aggregates
+    root_required, member_of, required = request.root_required, group.member_of, group.required
+    if not (forbidden or outside or root_required or member_of or required):
+        return None
+
+    # isdisjoint, not &: it builds no set, and this runs once per provider.
+    def passes(provider: IndexedProvider) -> bool:
+        traits, aggregates = provider.traits, provider.aggregates
+        if not (forbidden.isdisjoint(traits) and outside.isdisjoint(aggregates)):
+            return False
+        if not root_required <= traits:
+            return False
+        for any_of in member_of:
+            if any_of.isdisjoint(aggregates):
+                return False
+        for any_of in required:  # noqa: SIM110 (a generator costs a third more)
+            if any_of.isdisjoint(traits):
+                return False
+        return True
+
+    return passes
+
+
+def _chosen(
+    index: ProviderIndex, group: ResolvedGroup, request: ResolvedRequest, most: int | None
+) -> list[IndexedProvider]:
+    """The providers that meet the group, in id order, up to ``most``."""
+    # Capacity as ``Stock.fits``, inlined: this loop runs once per provider.
+    amounts = sorted(group.amounts.items())
+    passes = _tree_filter(group, request)
+    chosen: list[IndexedProvider] = []
+    for provider in _scanned(index, group):
+        stocks = provider.stocks
+        for class_id, amount in amounts:
+            stock = stocks.get(class_id)
+            if (
+                stock is None
+                or not stock[3] <= amount <= stock[4]
+                or (stock[5] != 1 and amount % stock[5])
+            ):
+                break
+        else:
+            if passes is None or passes(provider):
+                chosen.append(provider)
+                if most is not None and len(chosen) >= most:
+                    break
+    return chosen
+
+
+def _summary(
+    index: ProviderIndex,
+    provider: IndexedProvider,
+    settings: SearchSettings,
+    classes: Collection[int],
+) -> ProviderSummary:
+    """As the database path builds it; the newest microversions' summary is
+    kept with the provider (replaced with it, dropped when names change)."""
+    newest = settings.all_classes and settings.with_traits
+    if newest and provider.summary is not None:
+        return provider.summary
+    names = index.names
+    stocks = provider.stocks
+    shown = stocks.values() if settings.all_classes else [stocks[c] for c in sorted(classes)]
+    resources = {
+        names.class_names[s.class_id]: {"capacity": s.capacity, "used": s.used}
+        for s in shown
+        if s.class_id in names.class_names
+    }
+    traits = (
+        tuple(names.trait_names[t] for t in sorted(provider.traits) if t in names.trait_names)
+        if settings.with_traits and provider.traits
+        else NO_TRAITS
+    )
+    summary = ProviderSummary(resources, traits, None, provider.uuid)
+    if newest:
+        provider.summary = summary
+    return summary
+
+
+def _eligible(request: CandidateRequest, settings: SearchSettings) -> bool:
+    if settings.randomize or len(request.groups) != 1 or request.same_subtrees:
+        return False
+    (group,) = request.groups
+    return not group.granular and bool(group.resources)
+
+
+async def from_index(
+    index: ProviderIndex, request: CandidateRequest, settings: SearchSettings
+) -> CandidatesResult | None:
+    """The answer from the index brought up to date, or None when the
+    database must give it."""
+    if not _eligible(request, settings):
+        return None
+    current = await index.current()
+    return None if current is None else indexed_candidates(current, request, settings)
+
+
+def indexed_candidates(
+    index: ProviderIndex, request: CandidateRequest, settings: SearchSettings
+) -> CandidatesResult | None:
+    """The answer from the index, or None when the database must give it."""
+    if not _eligible(request, settings) or not index.flat:
+        return None
+    ids = _known_ids(index, request)
+    if ids is None:
+        return None
+    resolved = resolve(request, ids)
+    if resolved is None:
+        return CandidatesResult()
+    (group,) = resolved.groups
+    most = stop_after(request, settings)
+    chosen = _chosen(index, group, resolved, most) if most is None or most > 0 else []
+    if not chosen:
+        return CandidatesResult()
+    width = len(group.amounts)
+    layout = (
+        Layouts([(group.suffix, ((c, a),)) for c, a in sorted(group.amounts.items())])
+        .candidate((chosen[0].id,) * width)
+        .layout
+    )
+    candidates = [Candidate((p.id,) * width, layout) for p in chosen]
+    classes = group.amounts.keys()
+    summaries = {p.id: _summary(index, p, settings, classes) for p in chosen}
+    return CandidatesResult(
+        candidates=candidates,
+        summaries=summaries,
+        uuids={p.id: p.uuid for p in chosen},
+        class_names=resolved.class_names,
+    )

@@ -1,0 +1,260 @@
+"""The provider index answers a flat cloud's candidates exactly as the
+database path does, and stays current through every kind of write.
+
+Each test serves one database through two apps: ``api`` with the index (as
+shipped) and one with ``candidates_index`` off, and compares their answers
+byte for byte over random clouds and requests, at several microversions.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from httpx import ASGITransport, AsyncClient
+from prometheus_client import REGISTRY
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from placement_api.app import create_app
+from placement_api.domain.candidates.provider_index import SEQUENCE_AFTER, ProviderIndex
+from placement_api.settings import Settings
+from tests.support import databases
+from tests.support.client import PlacementClient, app_client
+from tests.support.provider_trees import TreeBuilder
+
+TRAITS = ["HW_CPU_X86_AVX2", "HW_CPU_X86_SSE", "CUSTOM_GPU", "COMPUTE_STATUS_DISABLED"]
+AGGREGATES = ["a", "b", "c"]
+VERSIONS = ["1.39", "1.29", "1.17", "1.10"]
+
+
+def _answered(source: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "placement_allocation_candidates_answered_total", {"source": source}
+    )
+    return value or 0.0
+
+
+@asynccontextmanager
+async def _database_only(settings: Settings) -> AsyncIterator[PlacementClient]:
+    async with app_client(settings, candidates_index=False) as client:
+        yield client
+
+
+@pytest.fixture
+async def indexed(
+    settings: Settings, cleaner: AsyncEngine
+) -> AsyncIterator[tuple[PlacementClient, ProviderIndex]]:
+    """An admin client over an app with the index (as shipped), and its index."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        index = app.state.services.candidates_index
+        async with AsyncClient(transport=ASGITransport(app=app), base_url="http://p") as http:
+            yield PlacementClient(http), index
+    await databases.clean(cleaner)
+
+
+def _inventory(rng: random.Random) -> dict[str, Any]:
+    inventory: dict[str, Any] = {
+        "VCPU": {
+            "total": rng.choice([4, 8, 16]),
+            "reserved": rng.choice([0, 0, 1]),
+            "allocation_ratio": rng.choice([1.0, 1.5, 16.0]),
+            "max_unit": rng.choice([4, 8, 16]),
+        },
+        "MEMORY_MB": {
+            "total": rng.choice([4096, 8192, 16384]),
+            "reserved": rng.choice([0, 512]),
+            "step_size": rng.choice([1, 1, 256]),
+            "min_unit": rng.choice([1, 256]),
+            "max_unit": 16384,
+        },
+    }
+    if rng.random() < 0.7:
+        inventory["DISK_GB"] = {"total": rng.choice([100, 500]), "allocation_ratio": 1.3}
+    return inventory
+
+
+async def _cloud(api: PlacementClient, rng: random.Random, hosts: int) -> TreeBuilder:
+    tree = TreeBuilder(api)
+    for number in range(hosts):
+        await tree.provider(
+            f"cn{number}",
+            inventory=_inventory(rng),
+            traits=rng.sample(TRAITS, rng.randint(0, 2)),
+            aggregates=rng.sample(AGGREGATES, rng.randint(0, 2)),
+        )
+    for number in rng.sample(range(hosts), hosts // 2):
+        await tree.allocate({f"cn{number}": {"VCPU": rng.randint(1, 4), "MEMORY_MB": 1024}})
+    return tree
+
+
+def _queries(rng: random.Random, tree: TreeBuilder, count: int) -> list[str]:
+    queries = []
+    for _ in range(count):
+        resources = {"VCPU": rng.choice([1, 2, 5, 12]), "MEMORY_MB": rng.choice([256, 300, 2048])}
+        if rng.random() < 0.5:
+            resources["DISK_GB"] = rng.choice([10, 450])
+        parts = ["resources=" + ",".join(f"{k}:{v}" for k, v in resources.items())]
+        if rng.random() < 0.4:
+            parts.append("required=" + rng.choice(["HW_CPU_X86_AVX2", "!CUSTOM_GPU"]))
+        if rng.random() < 0.2:
+            parts.append("required=in:HW_CPU_X86_SSE,CUSTOM_GPU")
+        if rng.random() < 0.3:
+            parts.append("member_of=" + tree.aggregate(rng.choice(AGGREGATES)))
+        if rng.random() < 0.15:
+            parts.append("member_of=!" + tree.aggregate(rng.choice(AGGREGATES)))
+        if rng.random() < 0.15:
+            parts.append("root_required=!COMPUTE_STATUS_DISABLED")
+        if rng.random() < 0.1:
+            parts.append("in_tree=" + tree.uuids[f"cn{rng.randrange(len(tree.uuids))}"])
+        if rng.random() < 0.6:
+            parts.append(f"limit={rng.choice([1, 3, 10])}")
+        queries.append("/allocation_candidates?" + "&".join(parts))
+    return queries
+
+
+def _details(body: dict[str, Any]) -> list[str]:
+    return [error["detail"] for error in body["errors"]]
+
+
+async def _same_answers(
+    api: PlacementClient, database: PlacementClient, queries: list[str]
+) -> None:
+    for query in queries:
+        for version in VERSIONS:
+            if version < "1.21" and "member_of" in query:
+                continue
+            if version < "1.29" and ("in_tree" in query or "root_required" in query):
+                continue
+            if version < "1.39" and "in:" in query:
+                continue
+            indexed = await api.get(query, version=version)
+            read = await database.get(query, version=version)
+            assert indexed.status_code == read.status_code, (query, version, indexed.text)
+            if read.status_code == 200:
+                assert indexed.content == read.content, (query, version)
+            else:
+                assert _details(indexed.json()) == _details(read.json()), (query, version)
+
+
+async def test_a_flat_cloud_is_answered_from_the_index_as_from_the_database(
+    api: PlacementClient, settings: Settings
+) -> None:
+    rng = random.Random(29)
+    tree = await _cloud(api, rng, hosts=24)
+    queries = _queries(rng, tree, 40)
+    before = _answered("index")
+    async with _database_only(settings) as database:
+        await _same_answers(api, database, queries)
+    assert _answered("index") - before >= len(queries)
+
+
+async def test_the_index_follows_every_kind_of_write(
+    indexed: tuple[PlacementClient, ProviderIndex], settings: Settings
+) -> None:
+    api, index = indexed
+    # A first read of the feed gives a new database its epoch now, not midway.
+    assert (await api.get("/changes", version="1.39")).status_code == 200
+    rng = random.Random(7)
+    tree = await _cloud(api, rng, hosts=8)
+    queries = _queries(rng, tree, 12)
+    writes: list[Callable[[], Awaitable[object]]] = [
+        lambda: tree.allocate({"cn1": {"VCPU": 3, "MEMORY_MB": 2048}}),
+        lambda: tree.set_inventory("cn2", {"VCPU": 2, "MEMORY_MB": 512}),
+        lambda: tree.set_traits("cn3", ["CUSTOM_GPU", "CUSTOM_NEW_TRAIT"]),
+        lambda: tree.set_aggregates("cn4", ["c", "d"]),
+        lambda: tree.provider("cn9", inventory=_inventory(rng), traits=["HW_CPU_X86_AVX2"]),
+        lambda: api.delete(f"/resource_providers/{tree.uuids['cn5']}"),
+        lambda: _custom_class_inventory(api, tree, "cn6"),
+    ]
+    async with _database_only(settings) as database:
+        await _same_answers(api, database, queries)
+        for write in writes:
+            await write()
+            await _same_answers(api, database, [*queries, *_queries(rng, tree, 3)])
+        consumer = await tree.allocate({"cn7": {"VCPU": 1, "MEMORY_MB": 256}})
+        await _same_answers(api, database, queries)
+        deleted = await api.delete(f"/allocations/{consumer}")
+        assert deleted.status_code == 204
+        await _same_answers(api, database, queries)
+    # Each write was applied by itself, never by loading everything again.
+    assert index.full_loads == 1
+
+
+async def _custom_class_inventory(api: PlacementClient, tree: TreeBuilder, name: str) -> None:
+    created = await api.put("/resource_classes/CUSTOM_FPGA", version="1.7")
+    assert created.status_code in (201, 204), created.text
+    await tree.set_inventory(name, {"VCPU": 8, "MEMORY_MB": 8192, "CUSTOM_FPGA": 2})
+    consumer = str(uuid.uuid4())
+    claim = await api.put(
+        f"/allocations/{consumer}",
+        version="1.28",
+        json={
+            "allocations": {tree.uuids[name]: {"resources": {"CUSTOM_FPGA": 1}}},
+            "project_id": str(uuid.uuid4()),
+            "user_id": str(uuid.uuid4()),
+            "consumer_generation": None,
+        },
+    )
+    assert claim.status_code == 204, claim.text
+
+
+async def test_nested_or_sharing_clouds_are_read_from_the_database(
+    api: PlacementClient, settings: Settings
+) -> None:
+    tree = await _cloud(api, random.Random(3), hosts=4)
+    await tree.provider("numa0", parent="cn0", inventory={"VCPU": 8, "MEMORY_MB": 4096})
+    query = "/allocation_candidates?resources=VCPU:1,MEMORY_MB:256"
+    before = _answered("index"), _answered("database")
+    async with _database_only(settings) as database:
+        await _same_answers(api, database, [query])
+    assert _answered("index") == before[0]
+    assert _answered("database") > before[1]
+
+
+@pytest.mark.parametrize("version", ["1.39"])
+async def test_unknown_names_get_the_database_paths_errors(
+    api: PlacementClient, version: str
+) -> None:
+    await _cloud(api, random.Random(5), hosts=2)
+    response = await api.get(
+        "/allocation_candidates?resources=VCPU:1&required=CUSTOM_NOPE", version=version
+    )
+    assert response.status_code == 400
+    assert "No such trait(s): CUSTOM_NOPE" in response.text
+
+
+async def test_a_crowd_of_unindexed_entries_is_indexed_by_the_refresh(
+    api: PlacementClient, backend: str, cleaner: AsyncEngine
+) -> None:
+    if backend != "postgresql":
+        pytest.skip("SQLite indexes entries as they are written")
+    tree = TreeBuilder(api)
+    await tree.provider("solo", inventory={"VCPU": 1000})
+    for _ in range(SEQUENCE_AFTER + 5):
+        await tree.allocate({"solo": {"VCPU": 1}})
+    unindexed = text("SELECT count(*) FROM changes WHERE feed_index IS NULL")
+    async with cleaner.connect() as connection:
+        assert (await connection.execute(unindexed)).scalar_one() > SEQUENCE_AFTER
+    response = await api.get("/allocation_candidates?resources=VCPU:1")
+    assert response.status_code == 200
+    async with cleaner.connect() as connection:
+        assert (await connection.execute(unindexed)).scalar_one() == 0
+
+
+@pytest.mark.parametrize("cap", [0, 2])
+async def test_the_candidates_cap_bounds_the_index_as_the_database(
+    settings: Settings, cleaner: AsyncEngine, cap: int
+) -> None:
+    capped = settings.model_copy(update={"max_allocation_candidates": cap})
+    async with app_client(capped) as api, _database_only(capped) as database:
+        await _cloud(api, random.Random(13), hosts=6)
+        before = _answered("index")
+        await _same_answers(api, database, ["/allocation_candidates?resources=VCPU:1"])
+        assert _answered("index") > before
+    await databases.clean(cleaner)

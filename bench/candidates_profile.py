@@ -49,6 +49,7 @@ from placement_api.domain.candidates import (
     lookups,
     member_pages,
     pacing,
+    provider_index,
     queries,
     service,
     windows,
@@ -70,6 +71,8 @@ QUERIES = {
 # phase -> (owner, attribute), wrapped to add up the wall time inside.
 PHASES: dict[str, tuple[Any, str]] = {
     "whole handler (in the unit of work and after)": (router, "_answer"),
+    "provider index: refresh and search": (router, "from_index"),
+    "provider index: refresh": (provider_index.ProviderIndex, "current"),
     "find_candidates (SQL and search)": (router, "find_candidates"),
     "prelude": (service, "read_prelude"),
     "rows: unsuffixed group": (queries, "unsuffixed_rows"),
@@ -80,6 +83,7 @@ PHASES: dict[str, tuple[Any, str]] = {
     "search: the walk": (pacing, "gather"),
     "summaries (waiting for the read ahead, building)": (service, "load_summaries"),
     "answer: allocation requests": (router, "allocation_requests"),
+    "answer: allocation requests from templates": (router, "encoded_requests"),
     "answer: provider summaries": (router, "_provider_summaries"),
     "answer: JSON and response": (router, "json_response"),
 }

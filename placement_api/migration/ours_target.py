@@ -7,6 +7,7 @@ are kept; resource classes and traits take our ids, found by name.
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -56,6 +57,11 @@ def write_ours(connection: Connection, snapshot: Snapshot, phases: Phases) -> No
         _write_usage(connection, snapshot, class_ids, phases)
     if connection.dialect.name == "postgresql":
         restart_sequences(connection, KEPT_ID_TABLES)
+    # The rows came without change-feed entries: a new epoch tells whoever
+    # keeps a copy (schedulers' caches, the API's provider index) to read anew.
+    connection.execute(
+        text("UPDATE change_feed_head SET epoch = :epoch"), {"epoch": f"import-{uuid.uuid4().hex}"}
+    )
 
 
 def _write_usage(

@@ -42,7 +42,7 @@ class CandidatesSettings(BaseModel):
         ge=0,
         description=(
             "Largest cloud (in providers) the candidates index copies; larger ones are "
-            "read from the database (the copy costs about 1 KB of each worker's memory "
+            "read from the database (the copy costs about 1.2 KB of each worker's memory "
             "per provider)."
         ),
     )

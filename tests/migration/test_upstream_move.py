@@ -4,6 +4,7 @@ included, and accept the same writes."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -13,7 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
+from placement_api.db.engine import create_engine
 from tests.migration import reads
 from tests.migration.cloud import Cloud, build
 from tests.migration.conftest import run_db_command
@@ -83,6 +86,19 @@ def write_with_current_generations(http: httpx.Client, cloud: Cloud) -> list[tup
     ]
 
 
+def _feed_epoch(url: str) -> str:
+    async def read() -> str:
+        engine = create_engine(url)
+        try:
+            async with engine.connect() as connection:
+                found = await connection.execute(text("SELECT epoch FROM change_feed_head"))
+                return str(found.scalar_one())
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(read())
+
+
 def test_imported_cloud_answers_as_upstream_and_exports_back(
     upstream_cloud: UpstreamCloud, ours_url: str, tmp_path: Path
 ) -> None:
@@ -103,6 +119,8 @@ def test_imported_cloud_answers_as_upstream_and_exports_back(
             url=ours_url,
         )
         assert imported.returncode == 0, imported.stderr
+        # Copies kept from the feed (schedulers, the provider index) read anew.
+        assert _feed_epoch(ours_url).startswith("import-")
         with live_server(ours_url) as server, client(server.url) as ours:
             assert reads.differences(ours, theirs, every_read) == []
             written = write_with_current_generations(ours, cloud)

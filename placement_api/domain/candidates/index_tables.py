@@ -34,7 +34,11 @@ from placement_api.db.models import (
     ResourceProvider,
     Trait,
 )
+from placement_api.domain.capacity import LIMIT_COLUMNS
 from placement_api.domain.changes import HEAD_ID
+
+# (feed index or None, resource, action, uuid, details)
+Entry = tuple[int | None, str, str, str, Any]
 
 
 class FeedNews(NamedTuple):
@@ -44,8 +48,7 @@ class FeedNews(NamedTuple):
 
     epoch: str
     last_index: int
-    # (feed index or None, resource, action, uuid, details)
-    entries: Sequence[tuple[int | None, str, str, str, Any]]
+    entries: Sequence[Entry]
 
 
 def _news_statement() -> Select[Any]:
@@ -163,12 +166,7 @@ async def provider_rows(
         select(
             Inventory.resource_provider_id,
             Inventory.resource_class_id,
-            Inventory.total,
-            Inventory.reserved,
-            Inventory.min_unit,
-            Inventory.max_unit,
-            Inventory.step_size,
-            Inventory.allocation_ratio,
+            *LIMIT_COLUMNS,
             Inventory.used,
         )
         .where(of(Inventory.resource_provider_id))

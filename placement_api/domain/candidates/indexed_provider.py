@@ -25,12 +25,6 @@ class Stock(NamedTuple):
     most: int
     step_size: int
 
-    def fits(self, amount: int) -> bool:
-        """``amount`` more fits (``capacity.fits_clause``, in Python)."""
-        return self.least <= amount <= self.most and (
-            self.step_size == 1 or amount % self.step_size == 0
-        )
-
 
 def largest_total(limit: float) -> int:
     """The largest whole ``used + amount`` that the databases' test

@@ -104,7 +104,8 @@ def _chosen(
     index: ProviderIndex, group: ResolvedGroup, request: ResolvedRequest, most: int | None
 ) -> list[IndexedProvider]:
     """The providers that meet the group, in id order, up to ``most``."""
-    # Capacity as ``Stock.fits``, inlined: this loop runs once per provider.
+    # ``fits_clause``'s test on a row's least, most and step_size (``Stock``),
+    # by index: this loop runs once per provider scanned.
     amounts = sorted(group.amounts.items())
     passes = _tree_filter(group, request)
     chosen: list[IndexedProvider] = []

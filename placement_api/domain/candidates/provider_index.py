@@ -22,11 +22,13 @@ from typing import Any
 
 import os_traits
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, feed_index
 from placement_api.domain.candidates.index_tables import (
+    Entry,
     FeedNews,
     ProviderRows,
     feed_news,
@@ -44,7 +46,7 @@ from placement_api.domain.candidates.indexed_provider import (
 LOG = logging.getLogger(__name__)
 
 # Entries applied one by one at most per refresh; more reload the index whole.
-MOST_ENTRIES = 2000
+MOST_ENTRIES = 5000
 # Entries not given an index yet are read again by every refresh (they may
 # have committed out of order): past this many, the refresh indexes them,
 # as the feed's own readers and pruning do.
@@ -156,7 +158,7 @@ class ProviderIndex:
             # an outage the next refresh will meet.
             LOG.debug("provider index: the feed could not be indexed", exc_info=True)
 
-    async def _refresh(self, session: Any) -> bool:
+    async def _refresh(self, session: AsyncSession) -> bool:
         if time.monotonic() - self._loaded_at > self._max_age:
             self._position = None
         position = self._position
@@ -180,7 +182,7 @@ class ProviderIndex:
         indexed = [entry[0] for entry in news.entries if entry[0] is not None]
         return news.last_index == last or (bool(indexed) and min(indexed) == last + 1)
 
-    async def _load_all(self, session: Any, news: FeedNews) -> bool:
+    async def _load_all(self, session: AsyncSession, news: FeedNews) -> bool:
         """Everything afresh, from a head read before the rows, in batches of
         providers by id: between them the worker's other requests run (no
         search does: each waits for this refresh). One cancelled on the way
@@ -214,7 +216,7 @@ class ProviderIndex:
     def _forget_order(self) -> None:
         self._sorted.clear()
 
-    async def _apply(self, session: Any, entries: Iterable[Any]) -> None:
+    async def _apply(self, session: AsyncSession, entries: Iterable[Entry]) -> None:
         """Re-read every provider the entries name (and whole trees a
         provider's move may have changed), and the names when they changed."""
         uuids: set[str] = set()

@@ -68,6 +68,17 @@ class FeedHead:
     epoch: str
 
 
+# For writes that change rows without recording entries (``db import``,
+# ``audit --fix``): a new epoch tells every follower that keeps a copy
+# (schedulers' caches, the API's provider index) to read everything anew.
+NEW_EPOCH = text("UPDATE change_feed_head SET epoch = :epoch WHERE id = :head_id")
+
+
+def new_epoch(reason: str) -> dict[str, object]:
+    """Parameters for ``NEW_EPOCH``: an epoch named after ``reason``."""
+    return {"epoch": f"{reason}-{uuid.uuid4().hex[:16]}", "head_id": HEAD_ID}
+
+
 def _mint_epoch(timeline: int) -> str:
     return f"{timeline}-{uuid.uuid4().hex[:16]}"
 

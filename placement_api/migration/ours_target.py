@@ -7,7 +7,6 @@ are kept; resource classes and traits take our ids, found by name.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from sqlalchemy import Connection, Table, insert, select, text
 from sqlalchemy.util import await_
 
 from placement_api.db import models
+from placement_api.domain import feed_index
 from placement_api.domain.standard_names import standard_resource_classes, standard_traits
 from placement_api.migration.bulk_load import foreign_keys_checked_after
 from placement_api.migration.progress import Advance, Phases
@@ -57,11 +57,8 @@ def write_ours(connection: Connection, snapshot: Snapshot, phases: Phases) -> No
         _write_usage(connection, snapshot, class_ids, phases)
     if connection.dialect.name == "postgresql":
         restart_sequences(connection, KEPT_ID_TABLES)
-    # The rows came without change-feed entries: a new epoch tells whoever
-    # keeps a copy (schedulers' caches, the API's provider index) to read anew.
-    connection.execute(
-        text("UPDATE change_feed_head SET epoch = :epoch"), {"epoch": f"import-{uuid.uuid4().hex}"}
-    )
+    # The rows came without change-feed entries.
+    connection.execute(feed_index.NEW_EPOCH, feed_index.new_epoch("import"))
 
 
 def _write_usage(

@@ -31,6 +31,7 @@ from placement_api.db.models import (
     User,
 )
 from placement_api.db.session import unit_of_work
+from placement_api.domain import feed_index
 from placement_api.domain.changes import recording_session_factory
 
 
@@ -276,6 +277,9 @@ async def run_audit(
             async with unit_of_work(factory, write=fix) as session:
                 if fix and check.fix is not None:
                     report.fixed[check.name] = await check.fix(session)
+                    if report.fixed[check.name]:
+                        # Fixes record no change-feed entries.
+                        await session.execute(feed_index.NEW_EPOCH, feed_index.new_epoch("audit"))
                 report.findings.extend(await check.find(session))
     finally:
         await engine.dispose()

@@ -52,7 +52,7 @@ class CandidatesSettings(BaseModel):
         description=(
             "Seconds after which a worker reloads its candidates index whole: the change "
             "feed keeps it current with every write made through the API, and this "
-            "bounds how long one made outside it (SQL by hand, `placement-api audit "
-            "--fix`) goes unseen."
+            "bounds how long one made outside it by hand-written SQL goes unseen "
+            "(`db import` and `audit --fix` start a new feed epoch, which reloads it)."
         ),
     )

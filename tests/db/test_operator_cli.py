@@ -242,6 +242,9 @@ async def test_audit_finds_and_fixes_rows_written_behind_the_apis_back(
 
     code, report = _audit(database_url, "--fix")
     assert code == 1
+    # Fixes record no change-feed entries: followers are told to read anew.
+    [(epoch,)] = await _rows(database_url, "SELECT epoch FROM change_feed_head")
+    assert str(epoch).startswith("audit-")
     assert report["fixed"] == {
         "allocation_on_missing_provider": 1,
         "allocation_of_missing_consumer": 1,

@@ -69,8 +69,8 @@ class ProviderIndex:
     ) -> None:
         self._factory = factory
         self._max_providers = max_providers
-        # Writes made outside the API (SQL by hand, ``placement-api audit
-        # --fix``) record no entries: a whole reload this often picks them up.
+        # Hand-written SQL records no entries: a whole reload this often
+        # picks it up (``db import`` and ``audit --fix`` start a new epoch).
         self._max_age = max_age
         self._loaded_at = 0.0
         self._retry_interval = retry_interval

@@ -204,12 +204,21 @@ async def _custom_class_inventory(api: PlacementClient, tree: TreeBuilder, name:
     assert claim.status_code == 204, claim.text
 
 
+@pytest.mark.parametrize("other", ["nested", "sharing"])
 async def test_nested_or_sharing_clouds_are_read_from_the_database(
-    api: PlacementClient, settings: Settings
+    api: PlacementClient, settings: Settings, other: str
 ) -> None:
     tree = await _cloud(api, random.Random(3), hosts=4)
-    await tree.provider("numa0", parent="cn0", inventory={"VCPU": 8, "MEMORY_MB": 4096})
-    query = "/allocation_candidates?resources=VCPU:1,MEMORY_MB:256"
+    if other == "nested":
+        await tree.provider("numa0", parent="cn0", inventory={"VCPU": 8, "MEMORY_MB": 4096})
+    else:
+        await tree.provider(
+            "shared-disk",
+            inventory={"DISK_GB": 1000},
+            traits=["MISC_SHARES_VIA_AGGREGATE"],
+            aggregates=["a"],
+        )
+    query = "/allocation_candidates?resources=VCPU:1,MEMORY_MB:256,DISK_GB:10"
     before = _answered("index"), _answered("database")
     async with _database_only(settings) as database:
         await _same_answers(api, database, [query])
@@ -217,14 +226,9 @@ async def test_nested_or_sharing_clouds_are_read_from_the_database(
     assert _answered("database") > before[1]
 
 
-@pytest.mark.parametrize("version", ["1.39"])
-async def test_unknown_names_get_the_database_paths_errors(
-    api: PlacementClient, version: str
-) -> None:
+async def test_unknown_names_get_the_database_paths_errors(api: PlacementClient) -> None:
     await _cloud(api, random.Random(5), hosts=2)
-    response = await api.get(
-        "/allocation_candidates?resources=VCPU:1&required=CUSTOM_NOPE", version=version
-    )
+    response = await api.get("/allocation_candidates?resources=VCPU:1&required=CUSTOM_NOPE")
     assert response.status_code == 400
     assert "No such trait(s): CUSTOM_NOPE" in response.text
 

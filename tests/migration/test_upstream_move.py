@@ -36,9 +36,14 @@ class UpstreamCloud:
 
 @contextmanager
 def client(base_url: str) -> Iterator[httpx.Client]:
-    # A fresh connection per request: uWSGI's http-socket does not keep connections alive.
+    # A fresh connection per request: uWSGI's http-socket does not keep
+    # connections alive. Without "Connection: close" the pool could still hand
+    # a just-answered connection to a waiting thread before uWSGI's close
+    # arrived (seen once under load: "Server disconnected without sending a
+    # response").
     limits = httpx.Limits(max_keepalive_connections=0)
-    with httpx.Client(base_url=base_url, headers=HEADERS, timeout=60, limits=limits) as http:
+    headers = {**HEADERS, "connection": "close"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=60, limits=limits) as http:
         yield http
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db import migrations
 from placement_api.db.engine import create_engine
+from placement_api.domain import feed_index
 
 BACKENDS = [
     b.strip() for b in os.environ.get("PLACEMENT_TEST_BACKENDS", "sqlite,postgresql").split(",")
@@ -125,6 +126,4 @@ async def clean(engine: AsyncEngine) -> None:
         )
         # Everything the feed told of is gone, as after a restore: a new epoch
         # tells those who keep copies (schedulers, the API's provider index).
-        await connection.execute(
-            text("UPDATE change_feed_head SET epoch = :epoch"), {"epoch": uuid.uuid4().hex}
-        )
+        await connection.execute(feed_index.NEW_EPOCH, feed_index.new_epoch("clean"))

@@ -86,8 +86,8 @@ async def feed_news(session: AsyncSession, after: int, most: int) -> FeedNews | 
 class ProviderRows(NamedTuple):
     """Rows of providers, table by table."""
 
-    # (id, uuid, parent id, root id)
-    positions: Sequence[Row[int, str, int | None, int]]
+    # (id, uuid, root id)
+    positions: Sequence[Row[int, str, int]]
     # (provider id, trait id)
     traits: Sequence[Row[int, int]]
     # (provider id, aggregate id)
@@ -109,11 +109,10 @@ async def provider_extent(session: AsyncSession) -> Extent:
     return Extent(int(row[0]), int(row[1] or 0), int(row[2] or 0))
 
 
-def _positions() -> Select[int, str, int | None, int]:
+def _positions() -> Select[int, str, int]:
     return select(
         ResourceProvider.id,
         ResourceProvider.uuid,
-        ResourceProvider.parent_provider_id,
         func.coalesce(ResourceProvider.root_provider_id, ResourceProvider.id),
     )
 

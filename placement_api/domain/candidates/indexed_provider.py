@@ -42,7 +42,6 @@ def largest_total(limit: float) -> int:
 class IndexedProvider:
     id: int
     uuid: str
-    parent: int | None
     root: int
     traits: frozenset[int]
     aggregates: frozenset[int]
@@ -73,10 +72,10 @@ class Names:
         )
 
 
-def stock_of(row: Any) -> tuple[int, Stock]:
+def stock_of(row: Any) -> Stock:
     _, class_id, total, reserved, min_unit, max_unit, step, ratio, used = row
     # As the databases compute it, in doubles.
     limit = float(total - reserved) * ratio
     shown = min(math.trunc(limit), LARGEST_SHOWN_CAPACITY)
     most = min(max_unit, largest_total(limit) - used)
-    return class_id, Stock(class_id, shown, used, min_unit, most, step)
+    return Stock(class_id, shown, used, min_unit, most, step)

@@ -21,36 +21,26 @@ from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search_settings import SearchSettings, stop_after
 from placement_api.domain.candidates.service import CandidatesResult
 from placement_api.domain.candidates.summaries import NO_TRAITS, ProviderSummary
+from placement_api.domain.candidates.summary_rows import FilterKind
 
 
 def _known_ids(index: ProviderIndex, request: CandidateRequest) -> KnownIds | None:
-    """The ids of every name the request uses; None when a class or trait
-    is unknown to the index."""
+    """The ids ``resolve`` looks names up in; None when a class or trait the
+    request names is unknown to the index."""
     names = index.names
     (group,) = request.groups
-    classes = {name: names.classes.get(name) for name in group.resources}
+    classes = {name: names.classes[name] for name in group.resources if name in names.classes}
     wanted_traits = {
         *request.root_required,
         *request.root_forbidden,
         *group.required.forbidden,
         *(name for any_of in group.required.any_of for name in any_of),
     }
-    traits = {name: names.traits.get(name) for name in wanted_traits}
-    if None in classes.values() or None in traits.values():
+    if len(classes) < len(group.resources) or not wanted_traits <= names.traits.keys():
         return None
-    uuids = {*group.member_of.forbidden, *(u for any_of in group.member_of.any_of for u in any_of)}
-    aggregates = {u: names.aggregates[u] for u in uuids if u in names.aggregates}
-    trees = {}
-    if group.in_tree is not None:
-        root = index.tree_of(group.in_tree)
-        if root is not None:
-            trees[group.in_tree] = root
-    return KnownIds(
-        classes={k: v for k, v in classes.items() if v is not None},
-        traits={k: v for k, v in traits.items() if v is not None},
-        aggregates=aggregates,
-        trees=trees,
-    )
+    root = None if group.in_tree is None else index.tree_of(group.in_tree)
+    trees = {} if group.in_tree is None or root is None else {group.in_tree: root}
+    return KnownIds(classes, names.traits, names.aggregates, trees)
 
 
 def _scanned(index: ProviderIndex, group: ResolvedGroup) -> list[IndexedProvider]:
@@ -60,15 +50,13 @@ def _scanned(index: ProviderIndex, group: ResolvedGroup) -> list[IndexedProvider
     if group.tree_root is not None:
         root = index.providers.get(group.tree_root)
         return [] if root is None else [root]
-    narrowest: tuple[int, str, frozenset[int]] | None = None
-    for kind, sets in (("trait", group.required), ("aggregate", group.member_of)):
-        for any_of in sets:
-            count = index.count(kind, any_of)
-            if narrowest is None or count < narrowest[0]:
-                narrowest = (count, kind, any_of)
-    if narrowest is None:
+    filters: list[tuple[FilterKind, frozenset[int]]] = [
+        *(("trait", any_of) for any_of in group.required),
+        *(("aggregate", any_of) for any_of in group.member_of),
+    ]
+    if not filters:
         return index.in_order()
-    return index.in_order(narrowest[1], narrowest[2])
+    return index.in_order(*min(filters, key=lambda f: index.count(*f)))
 
 
 def _tree_filter(
@@ -172,14 +160,14 @@ async def from_index(
     if not _eligible(request, settings):
         return None
     current = await index.current()
-    return None if current is None else indexed_candidates(current, request, settings)
+    return None if current is None else _answer(current, request, settings)
 
 
-def indexed_candidates(
+def _answer(
     index: ProviderIndex, request: CandidateRequest, settings: SearchSettings
 ) -> CandidatesResult | None:
-    """The answer from the index, or None when the database must give it."""
-    if not _eligible(request, settings) or not index.flat:
+    """The answer from a current index, or None when the database must give it."""
+    if not index.flat:
         return None
     ids = _known_ids(index, request)
     if ids is None:

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import os_traits
 from sqlalchemy.exc import SQLAlchemyError
@@ -42,6 +42,7 @@ from placement_api.domain.candidates.indexed_provider import (
     Stock,
     stock_of,
 )
+from placement_api.domain.candidates.summary_rows import FilterKind
 
 LOG = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class ProviderIndex:
         return None if ident is None else self.providers[ident].root
 
     def in_order(
-        self, kind: str = "all", any_of: frozenset[int] = frozenset()
+        self, kind: FilterKind | Literal["all"] = "all", any_of: frozenset[int] = frozenset()
     ) -> list[IndexedProvider]:
         """Providers in id order: all of them, or the holders of any of the
         traits (``kind`` "trait") or the members of any of the aggregates."""
@@ -120,7 +121,7 @@ class ProviderIndex:
             found = self._sorted[key] = [self.providers[i] for i in sorted(ids)]
         return found
 
-    def count(self, kind: str, any_of: frozenset[int]) -> int:
+    def count(self, kind: FilterKind, any_of: frozenset[int]) -> int:
         of = self._holders if kind == "trait" else self._members
         return sum(len(of.get(i, ())) for i in any_of)
 
@@ -271,17 +272,16 @@ class ProviderIndex:
             aggregates.setdefault(member, set()).add(aggregate)
         stocks: dict[int, dict[int, Stock]] = {}
         for row in rows.inventories:
-            class_id, stock = stock_of(row)
-            stocks.setdefault(row[0], {})[class_id] = stock
+            stock = stock_of(row)
+            stocks.setdefault(row[0], {})[stock.class_id] = stock
         reordered = bool(gone)
         for ident in gone:
             self._drop(ident)
         touched = []
-        for ident, uuid, parent, root in rows.positions:
+        for ident, uuid, root in rows.positions:
             provider = IndexedProvider(
                 ident,
                 uuid,
-                parent,
                 root,
                 self._shared(frozenset(traits.get(ident, ()))),
                 self._shared(frozenset(aggregates.get(ident, ()))),
@@ -296,7 +296,7 @@ class ProviderIndex:
             ):
                 # Usage or inventory changed: updated in place, so the
                 # orders kept (which hold the providers) stay right.
-                old.parent, old.stocks, old.summary = parent, provider.stocks, None
+                old.stocks, old.summary = provider.stocks, None
                 touched.append(old)
                 continue
             reordered = True

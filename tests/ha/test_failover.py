@@ -42,6 +42,7 @@ from tests.support.databases import BACKENDS
 from tests.support.patroni_cluster import Member, PatroniCluster, available
 
 PROVIDERS = 6
+ROOMY_PROVIDERS = 60
 CLAIMERS = 6
 LOAD_BEFORE = 2.0
 LOAD_AFTER = 2.0
@@ -166,7 +167,10 @@ def test_a_crashed_primary_in_synchronous_mode_loses_no_acknowledged_claim() -> 
 
 
 def test_a_crash_with_asynchronous_replication_never_reuses_an_index_silently() -> None:
-    with api_on_patroni(synchronous=False) as setup:
+    # Room for the whole load: claims must still be acknowledged while WAL
+    # shipping is paused, or there is nothing to lose (the providers of the
+    # other tests fill up, which a slow machine reached before the fault).
+    with api_on_patroni(synchronous=False, providers_wanted=ROOMY_PROVIDERS) as setup:
         cluster = setup.cluster
 
         def crash() -> Member:

@@ -13,7 +13,11 @@ from typing import Any
 import pytest
 
 from tests.support.client import PlacementClient, error_code
+from tests.support.index_answers import settings_of_both_paths
 from tests.support.provider_trees import TreeBuilder
+
+# Every request here is answered with the provider index on (as shipped) and off.
+settings = settings_of_both_paths
 
 COMPUTE = {
     "VCPU": {"total": 24, "allocation_ratio": 16.0},

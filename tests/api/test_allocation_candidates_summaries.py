@@ -55,8 +55,13 @@ def read_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 def settings(database_url: str, read_way: str) -> Settings:
     # With one pooled connection, the request's own, none is left to read ahead on.
     pool_size = 1 if read_way.startswith("after") else 10
+    # The database path's ways of reading summaries (the index's are
+    # compared with it in test_candidates_index*).
     return Settings(
-        database_url=database_url, enforce_new_defaults=False, database_pool_size=pool_size
+        database_url=database_url,
+        enforce_new_defaults=False,
+        database_pool_size=pool_size,
+        candidates_index=False,
     )
 
 

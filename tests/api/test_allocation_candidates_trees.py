@@ -19,7 +19,11 @@ import pytest
 
 from tests.api.test_allocation_candidates import candidates, get_ok, summary_names
 from tests.support.client import PlacementClient
+from tests.support.index_answers import settings_of_both_paths
 from tests.support.provider_trees import TreeBuilder
+
+# Every request here is answered with the provider index on (as shipped) and off.
+settings = settings_of_both_paths
 
 AC = "/allocation_candidates?"
 

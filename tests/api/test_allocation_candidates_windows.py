@@ -12,7 +12,11 @@ from placement_api.domain.candidates import queries, windowing
 from placement_api.domain.candidates.windowing import WindowPolicy
 from tests.api.test_allocation_candidates import candidates, get_ok, summary_names
 from tests.support.client import PlacementClient
+from tests.support.index_answers import settings_of_both_paths
 from tests.support.provider_trees import TreeBuilder
+
+# Every request here is answered with the provider index on (as shipped) and off.
+settings = settings_of_both_paths
 
 SHARES = ["MISC_SHARES_VIA_AGGREGATE"]
 

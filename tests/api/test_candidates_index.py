@@ -11,38 +11,28 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from httpx import ASGITransport, AsyncClient
-from prometheus_client import REGISTRY
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.app import create_app
+from placement_api.domain.candidates import provider_index
 from placement_api.domain.candidates.provider_index import SEQUENCE_AFTER, ProviderIndex
 from placement_api.settings import Settings
 from tests.support import databases
 from tests.support.client import PlacementClient, app_client
+from tests.support.index_answers import (
+    AGGREGATES,
+    TRAITS,
+    answered,
+    database_only,
+    random_queries,
+    same_answers,
+)
 from tests.support.provider_trees import TreeBuilder
-
-TRAITS = ["HW_CPU_X86_AVX2", "HW_CPU_X86_SSE", "CUSTOM_GPU", "COMPUTE_STATUS_DISABLED"]
-AGGREGATES = ["a", "b", "c"]
-VERSIONS = ["1.39", "1.29", "1.17", "1.10"]
-
-
-def _answered(source: str) -> float:
-    value = REGISTRY.get_sample_value(
-        "placement_allocation_candidates_answered_total", {"source": source}
-    )
-    return value or 0.0
-
-
-@asynccontextmanager
-async def _database_only(settings: Settings) -> AsyncIterator[PlacementClient]:
-    async with app_client(settings, candidates_index=False) as client:
-        yield client
 
 
 @pytest.fixture
@@ -93,65 +83,16 @@ async def _cloud(api: PlacementClient, rng: random.Random, hosts: int) -> TreeBu
     return tree
 
 
-def _queries(rng: random.Random, tree: TreeBuilder, count: int) -> list[str]:
-    queries = []
-    for _ in range(count):
-        resources = {"VCPU": rng.choice([1, 2, 5, 12]), "MEMORY_MB": rng.choice([256, 300, 2048])}
-        if rng.random() < 0.5:
-            resources["DISK_GB"] = rng.choice([10, 450])
-        parts = ["resources=" + ",".join(f"{k}:{v}" for k, v in resources.items())]
-        if rng.random() < 0.4:
-            parts.append("required=" + rng.choice(["HW_CPU_X86_AVX2", "!CUSTOM_GPU"]))
-        if rng.random() < 0.2:
-            parts.append("required=in:HW_CPU_X86_SSE,CUSTOM_GPU")
-        if rng.random() < 0.3:
-            parts.append("member_of=" + tree.aggregate(rng.choice(AGGREGATES)))
-        if rng.random() < 0.15:
-            parts.append("member_of=!" + tree.aggregate(rng.choice(AGGREGATES)))
-        if rng.random() < 0.15:
-            parts.append("root_required=!COMPUTE_STATUS_DISABLED")
-        if rng.random() < 0.1:
-            parts.append("in_tree=" + tree.uuids[f"cn{rng.randrange(len(tree.uuids))}"])
-        if rng.random() < 0.6:
-            parts.append(f"limit={rng.choice([1, 3, 10])}")
-        queries.append("/allocation_candidates?" + "&".join(parts))
-    return queries
-
-
-def _details(body: dict[str, Any]) -> list[str]:
-    return [error["detail"] for error in body["errors"]]
-
-
-async def _same_answers(
-    api: PlacementClient, database: PlacementClient, queries: list[str]
-) -> None:
-    for query in queries:
-        for version in VERSIONS:
-            if version < "1.21" and "member_of" in query:
-                continue
-            if version < "1.29" and ("in_tree" in query or "root_required" in query):
-                continue
-            if version < "1.39" and "in:" in query:
-                continue
-            indexed = await api.get(query, version=version)
-            read = await database.get(query, version=version)
-            assert indexed.status_code == read.status_code, (query, version, indexed.text)
-            if read.status_code == 200:
-                assert indexed.content == read.content, (query, version)
-            else:
-                assert _details(indexed.json()) == _details(read.json()), (query, version)
-
-
 async def test_a_flat_cloud_is_answered_from_the_index_as_from_the_database(
     api: PlacementClient, settings: Settings
 ) -> None:
     rng = random.Random(29)
     tree = await _cloud(api, rng, hosts=24)
-    queries = _queries(rng, tree, 40)
-    before = _answered("index")
-    async with _database_only(settings) as database:
-        await _same_answers(api, database, queries)
-    assert _answered("index") - before >= len(queries)
+    queries = random_queries(rng, tree, 40, list(tree.uuids))
+    before = answered("index")
+    async with database_only(settings) as database:
+        await same_answers(api, database, queries)
+    assert answered("index") - before >= len(queries)
 
 
 async def test_the_index_follows_every_kind_of_write(
@@ -162,7 +103,7 @@ async def test_the_index_follows_every_kind_of_write(
     assert (await api.get("/changes", version="1.39")).status_code == 200
     rng = random.Random(7)
     tree = await _cloud(api, rng, hosts=8)
-    queries = _queries(rng, tree, 12)
+    queries = random_queries(rng, tree, 12, list(tree.uuids))
     writes: list[Callable[[], Awaitable[object]]] = [
         lambda: tree.allocate({"cn1": {"VCPU": 3, "MEMORY_MB": 2048}}),
         lambda: tree.set_inventory("cn2", {"VCPU": 2, "MEMORY_MB": 512}),
@@ -172,16 +113,18 @@ async def test_the_index_follows_every_kind_of_write(
         lambda: api.delete(f"/resource_providers/{tree.uuids['cn5']}"),
         lambda: _custom_class_inventory(api, tree, "cn6"),
     ]
-    async with _database_only(settings) as database:
-        await _same_answers(api, database, queries)
+    async with database_only(settings) as database:
+        await same_answers(api, database, queries)
         for write in writes:
             await write()
-            await _same_answers(api, database, [*queries, *_queries(rng, tree, 3)])
+            await same_answers(
+                api, database, [*queries, *random_queries(rng, tree, 3, list(tree.uuids))]
+            )
         consumer = await tree.allocate({"cn7": {"VCPU": 1, "MEMORY_MB": 256}})
-        await _same_answers(api, database, queries)
+        await same_answers(api, database, queries)
         deleted = await api.delete(f"/allocations/{consumer}")
         assert deleted.status_code == 204
-        await _same_answers(api, database, queries)
+        await same_answers(api, database, queries)
     # Each write was applied by itself, never by loading everything again.
     assert index.full_loads == 1
 
@@ -204,26 +147,38 @@ async def _custom_class_inventory(api: PlacementClient, tree: TreeBuilder, name:
     assert claim.status_code == 204, claim.text
 
 
-@pytest.mark.parametrize("other", ["nested", "sharing"])
-async def test_nested_or_sharing_clouds_are_read_from_the_database(
-    api: PlacementClient, settings: Settings, other: str
+@pytest.mark.parametrize(
+    "query",
+    [
+        "resources1=VCPU:1&resources2=MEMORY_MB:256&group_policy=none",
+        "resources=VCPU:1&resources1=MEMORY_MB:256&resources2=DISK_GB:10"
+        "&group_policy=none&same_subtree=1,2",
+        "resources=VCPU:1&resources1=MEMORY_MB:256&group_policy=isolate",
+    ],
+)
+async def test_requests_beyond_one_unsuffixed_group_are_read_from_the_database(
+    api: PlacementClient, settings: Settings, query: str
 ) -> None:
-    tree = await _cloud(api, random.Random(3), hosts=4)
-    if other == "nested":
-        await tree.provider("numa0", parent="cn0", inventory={"VCPU": 8, "MEMORY_MB": 4096})
-    else:
-        await tree.provider(
-            "shared-disk",
-            inventory={"DISK_GB": 1000},
-            traits=["MISC_SHARES_VIA_AGGREGATE"],
-            aggregates=["a"],
-        )
-    query = "/allocation_candidates?resources=VCPU:1,MEMORY_MB:256,DISK_GB:10"
-    before = _answered("index"), _answered("database")
-    async with _database_only(settings) as database:
-        await _same_answers(api, database, [query])
-    assert _answered("index") == before[0]
-    assert _answered("database") > before[1]
+    await _cloud(api, random.Random(3), hosts=4)
+    before = answered("index"), answered("database")
+    async with database_only(settings) as database:
+        await same_answers(api, database, [f"/allocation_candidates?{query}"])
+    assert answered("index") == before[0]
+    assert answered("database") > before[1]
+
+
+async def test_shuffled_answers_are_read_from_the_database(
+    settings: Settings, cleaner: AsyncEngine
+) -> None:
+    shuffled = settings.model_copy(update={"randomize_allocation_candidates": True})
+    async with app_client(shuffled) as api:
+        await _cloud(api, random.Random(4), hosts=3)
+        before = answered("index")
+        response = await api.get("/allocation_candidates?resources=VCPU:1", version="1.39")
+        assert response.status_code == 200
+        assert len(response.json()["allocation_requests"]) == 3
+        assert answered("index") == before
+    await databases.clean(cleaner)
 
 
 async def test_unknown_names_get_the_database_paths_errors(api: PlacementClient) -> None:
@@ -234,12 +189,19 @@ async def test_unknown_names_get_the_database_paths_errors(api: PlacementClient)
 
 
 async def test_a_crowd_of_unindexed_entries_is_indexed_by_the_refresh(
-    api: PlacementClient, backend: str, cleaner: AsyncEngine
+    api: PlacementClient, backend: str, cleaner: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Also by the refresh that loads the index whole, behind more indexed
+    entries than a refresh reads at once (it needs none of those)."""
     if backend != "postgresql":
         pytest.skip("SQLite indexes entries as they are written")
+    monkeypatch.setattr(provider_index, "MOST_ENTRIES", SEQUENCE_AFTER + 10)
     tree = TreeBuilder(api)
     await tree.provider("solo", inventory={"VCPU": 1000})
+    for _ in range(SEQUENCE_AFTER + 20):
+        await tree.allocate({"solo": {"VCPU": 1}})
+    # Reading the feed indexes every entry so far.
+    assert (await api.get("/changes", version="1.39")).status_code == 200
     for _ in range(SEQUENCE_AFTER + 5):
         await tree.allocate({"solo": {"VCPU": 1}})
     unindexed = text("SELECT count(*) FROM changes WHERE feed_index IS NULL")
@@ -256,9 +218,9 @@ async def test_the_candidates_cap_bounds_the_index_as_the_database(
     settings: Settings, cleaner: AsyncEngine, cap: int
 ) -> None:
     capped = settings.model_copy(update={"max_allocation_candidates": cap})
-    async with app_client(capped) as api, _database_only(capped) as database:
+    async with app_client(capped) as api, database_only(capped) as database:
         await _cloud(api, random.Random(13), hosts=6)
-        before = _answered("index")
-        await _same_answers(api, database, ["/allocation_candidates?resources=VCPU:1"])
-        assert _answered("index") > before
+        before = answered("index")
+        await same_answers(api, database, ["/allocation_candidates?resources=VCPU:1"])
+        assert answered("index") > before
     await databases.clean(cleaner)

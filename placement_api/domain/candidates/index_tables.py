@@ -8,6 +8,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Integer,
     Row,
@@ -52,7 +53,7 @@ class FeedNews(NamedTuple):
 
 
 def _news_statement() -> Select[Any]:
-    after = bindparam("after", type_=Integer)
+    after = bindparam("after", type_=BigInteger)
     columns = (Change.feed_index, Change.resource, Change.action, Change.uuid, Change.details)
     pending = union_all(
         select(*columns).where(Change.feed_index > after),
@@ -72,8 +73,13 @@ def _news_statement() -> Select[Any]:
 _NEWS = _news_statement()
 
 
+# An ``after`` no entry is past: only the entries not given an index yet.
+UNINDEXED_ONLY = 2**63 - 1
+
+
 async def feed_news(session: AsyncSession, after: int, most: int) -> FeedNews | None:
-    """The head and up to ``most`` entries after index ``after``; None without a head."""
+    """The head and up to ``most`` entries after index ``after`` (and those
+    not given an index yet); None without a head."""
     parameters = {"after": after, "most": most}
     rows: Sequence[Any] = await fetch_all(session, _NEWS, parameters)
     if not rows:
@@ -86,8 +92,8 @@ async def feed_news(session: AsyncSession, after: int, most: int) -> FeedNews | 
 class ProviderRows(NamedTuple):
     """Rows of providers, table by table."""
 
-    # (id, uuid, root id)
-    positions: Sequence[Row[int, str, int]]
+    # (id, uuid, root id, parent id)
+    positions: Sequence[Row[int, str, int, int | None]]
     # (provider id, trait id)
     traits: Sequence[Row[int, int]]
     # (provider id, aggregate id)
@@ -109,11 +115,12 @@ async def provider_extent(session: AsyncSession) -> Extent:
     return Extent(int(row[0]), int(row[1] or 0), int(row[2] or 0))
 
 
-def _positions() -> Select[int, str, int]:
+def _positions() -> Select[int, str, int, int | None]:
     return select(
         ResourceProvider.id,
         ResourceProvider.uuid,
         func.coalesce(ResourceProvider.root_provider_id, ResourceProvider.id),
+        ResourceProvider.parent_provider_id,
     )
 
 

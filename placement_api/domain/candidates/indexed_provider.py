@@ -43,6 +43,7 @@ class IndexedProvider:
     id: int
     uuid: str
     root: int
+    parent: int | None
     traits: frozenset[int]
     aggregates: frozenset[int]
     # By class id, in class id order.

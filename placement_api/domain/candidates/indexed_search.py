@@ -1,26 +1,27 @@
-"""Candidates of a flat cloud from the worker's provider index, without
-reading the database (pure, no I/O).
-
-Serves what the flat-cloud shortcut (``single_provider``) serves: one
-unsuffixed group with resources, no shuffling, every tree a single provider
-and none sharing. Anything else, or a name the index does not know (its
-error is the database path's to give), is None: the caller reads the
-database. The answer is the one that path gives: providers in id order,
-the same capacity test and filters, the same summaries.
+"""Candidates from the worker's provider index, without reading the
+database, for a request of one unsuffixed group with resources, not
+shuffled, without ``same_subtree``. A flat cloud (every tree a single
+provider, none sharing) is answered here, as the flat-cloud shortcut
+(``single_provider``) answers it; any other by ``indexed_trees``. Anything
+else, or a name the index does not know (its error is the database path's
+to give), is None: the caller reads the database. The answer is the one
+that path gives: the same capacity test and filters, trees in root id
+order, the same summaries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
 from placement_api.domain.candidates.combinations import Candidate, Layouts
 from placement_api.domain.candidates.indexed_provider import IndexedProvider
+from placement_api.domain.candidates.indexed_summaries import summaries_of
+from placement_api.domain.candidates.indexed_trees import tree_candidates
 from placement_api.domain.candidates.names import KnownIds, ResolvedGroup, ResolvedRequest, resolve
 from placement_api.domain.candidates.provider_index import ProviderIndex
 from placement_api.domain.candidates.request import CandidateRequest
 from placement_api.domain.candidates.search_settings import SearchSettings, stop_after
 from placement_api.domain.candidates.service import CandidatesResult
-from placement_api.domain.candidates.summaries import NO_TRAITS, ProviderSummary
 from placement_api.domain.candidates.summary_rows import FilterKind
 
 
@@ -115,36 +116,6 @@ def _chosen(
     return chosen
 
 
-def _summary(
-    index: ProviderIndex,
-    provider: IndexedProvider,
-    settings: SearchSettings,
-    classes: Collection[int],
-) -> ProviderSummary:
-    """As the database path builds it; the newest microversions' summary is
-    kept with the provider (replaced with it, dropped when names change)."""
-    newest = settings.all_classes and settings.with_traits
-    if newest and provider.summary is not None:
-        return provider.summary
-    names = index.names
-    stocks = provider.stocks
-    shown = stocks.values() if settings.all_classes else [stocks[c] for c in sorted(classes)]
-    resources = {
-        names.class_names[s.class_id]: {"capacity": s.capacity, "used": s.used}
-        for s in shown
-        if s.class_id in names.class_names
-    }
-    traits = (
-        tuple(names.trait_names[t] for t in sorted(provider.traits) if t in names.trait_names)
-        if settings.with_traits and provider.traits
-        else NO_TRAITS
-    )
-    summary = ProviderSummary(resources, traits, None, provider.uuid)
-    if newest:
-        provider.summary = summary
-    return summary
-
-
 def _eligible(request: CandidateRequest, settings: SearchSettings) -> bool:
     if settings.randomize or len(request.groups) != 1 or request.same_subtrees:
         return False
@@ -159,24 +130,24 @@ async def from_index(
     database must give it."""
     if not _eligible(request, settings):
         return None
-    current = await index.current()
-    return None if current is None else _answer(current, request, settings)
+    async with index.reading() as current:
+        return None if current is None else await _answer(current, request, settings)
 
 
-def _answer(
+async def _answer(
     index: ProviderIndex, request: CandidateRequest, settings: SearchSettings
 ) -> CandidatesResult | None:
     """The answer from a current index, or None when the database must give it."""
-    if not index.flat:
-        return None
     ids = _known_ids(index, request)
     if ids is None:
         return None
     resolved = resolve(request, ids)
     if resolved is None:
         return CandidatesResult()
-    (group,) = resolved.groups
     most = stop_after(request, settings)
+    if not index.flat:
+        return await tree_candidates(index, request, resolved, settings, most)
+    (group,) = resolved.groups
     chosen = _chosen(index, group, resolved, most) if most is None or most > 0 else []
     if not chosen:
         return CandidatesResult()
@@ -186,11 +157,11 @@ def _answer(
         .candidate((chosen[0].id,) * width)
         .layout
     )
-    candidates = [Candidate((p.id,) * width, layout) for p in chosen]
-    classes = group.amounts.keys()
-    summaries = {p.id: _summary(index, p, settings, classes) for p in chosen}
+    summaries = summaries_of(index, (p.id for p in chosen), settings, group.amounts.keys())
+    if summaries is None:
+        return None
     return CandidatesResult(
-        candidates=candidates,
+        candidates=[Candidate((p.id,) * width, layout) for p in chosen],
         summaries=summaries,
         uuids={p.id: p.uuid for p in chosen},
         class_names=resolved.class_names,

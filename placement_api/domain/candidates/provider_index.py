@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from bisect import insort
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import os_traits
@@ -28,6 +30,7 @@ from placement_api import errors
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, feed_index
 from placement_api.domain.candidates.index_tables import (
+    UNINDEXED_ONLY,
     Entry,
     FeedNews,
     ProviderRows,
@@ -84,9 +87,12 @@ class ProviderIndex:
         self._sets: dict[frozenset[int], frozenset[int]] = {}
         # Providers that are not their tree's root.
         self._nested: set[int] = set()
+        # Each tree's providers in id order, by root.
+        self._trees: dict[int, list[int]] = {}
         # Orders asked for, kept until a provider comes, goes or changes its
         # traits or aggregates; they hold the providers, replaced in place.
         self._sorted: dict[tuple[str, frozenset[int]], list[IndexedProvider]] = {}
+        self._sorted_roots: list[int] | None = None
         # The feed's epoch and the last index applied; None: not loaded.
         self._position: tuple[str, int] | None = None
         self._idle_until = 0.0
@@ -98,8 +104,29 @@ class ProviderIndex:
     @property
     def flat(self) -> bool:
         """Every tree is a single provider, and none shares its inventory."""
+        return not self._nested and not self.sharing
+
+    @property
+    def sharing(self) -> set[int]:
+        """The providers that share their inventory (read only)."""
         shares = self.names.traits.get(os_traits.MISC_SHARES_VIA_AGGREGATE)
-        return not self._nested and not (shares is not None and self._holders.get(shares))
+        return self._holders.get(shares, set()) if shares is not None else set()
+
+    def tree(self, root: int) -> list[int]:
+        """The providers of the tree of ``root``, in id order (read only)."""
+        return self._trees.get(root, [])
+
+    def roots(self) -> list[int]:
+        """Every tree's root, in id order (read only)."""
+        if self._sorted_roots is None:
+            self._sorted_roots = sorted(self._trees)
+        return self._sorted_roots
+
+    def holding(self, kind: FilterKind, any_of: frozenset[int]) -> set[int]:
+        """The holders of any of the traits (``kind`` "trait") or the
+        members of any of the aggregates."""
+        of = self._holders if kind == "trait" else self._members
+        return set().union(*(of.get(i, ()) for i in any_of))
 
     def tree_of(self, uuid: str) -> int | None:
         ident = self._by_uuid.get(uuid)
@@ -116,8 +143,7 @@ class ProviderIndex:
             if kind == "all":
                 ids: Iterable[int] = self.providers
             else:
-                of = self._holders if kind == "trait" else self._members
-                ids = set().union(*(of.get(i, ()) for i in any_of))
+                ids = self.holding(kind, any_of)
             found = self._sorted[key] = [self.providers[i] for i in sorted(ids)]
         return found
 
@@ -127,23 +153,34 @@ class ProviderIndex:
 
     # --- keeping it current -------------------------------------------------------
 
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[ProviderIndex | None]:
+        """The index, brought up to every write committed so far and left
+        as it is until the block ends (a search that lets other work run
+        reads one state); None when it cannot serve (the cloud is larger
+        than the setting allows, or the database failed it lately: the
+        caller reads the database)."""
+        if time.monotonic() < self._idle_until:
+            # Not worth waiting for a search holding it.
+            yield None
+            return
+        async with self._lock:
+            yield await self.current()
+
     async def current(self) -> ProviderIndex | None:
-        """The index, brought up to every write committed so far; None when
-        it cannot serve (the cloud is larger than the setting allows, or
-        the database failed it lately: the caller reads the database)."""
+        """``reading``'s refresh, under its lock."""
         if time.monotonic() < self._idle_until:
             return None
-        async with self._lock:
-            try:
-                async with unit_of_work(self._factory, write=False) as session:
-                    loaded = await self._refresh(session)
-                if self._unindexed > SEQUENCE_AFTER:
-                    await self._sequence()
-            except (errors.ServiceUnavailable, SQLAlchemyError, OSError) as exc:
-                LOG.warning("provider index: refresh failed (%s); reading the database", exc)
-                self._position = None
-                self._idle_until = time.monotonic() + self._retry_interval
-                return None
+        try:
+            async with unit_of_work(self._factory, write=False) as session:
+                loaded = await self._refresh(session)
+            if self._unindexed > SEQUENCE_AFTER:
+                await self._sequence()
+        except (errors.ServiceUnavailable, SQLAlchemyError, OSError) as exc:
+            LOG.warning("provider index: refresh failed (%s); reading the database", exc)
+            self._position = None
+            self._idle_until = time.monotonic() + self._retry_interval
+            return None
         if not loaded:
             # Too many providers: counted again after a while.
             self._idle_until = time.monotonic() + self._max_age
@@ -163,7 +200,10 @@ class ProviderIndex:
         if time.monotonic() - self._loaded_at > self._max_age:
             self._position = None
         position = self._position
-        news = await feed_news(session, -1 if position is None else position[1], MOST_ENTRIES + 1)
+        # A whole load needs no entry the head counts, only those not
+        # indexed yet (to sequence them when they crowd).
+        after = UNINDEXED_ONLY if position is None else position[1]
+        news = await feed_news(session, after, MOST_ENTRIES + 1)
         if news is None:
             return False
         self._unindexed = sum(1 for entry in news.entries if entry[0] is None)
@@ -212,10 +252,12 @@ class ProviderIndex:
     def _clear(self) -> None:
         self.providers, self._by_uuid = {}, {}
         self._holders, self._members, self._nested, self._sets = {}, {}, set(), {}
+        self._trees = {}
         self._forget_order()
 
     def _forget_order(self) -> None:
         self._sorted.clear()
+        self._sorted_roots = None
 
     async def _apply(self, session: AsyncSession, entries: Iterable[Entry]) -> None:
         """Re-read every provider the entries name (and whole trees a
@@ -278,19 +320,21 @@ class ProviderIndex:
         for ident in gone:
             self._drop(ident)
         touched = []
-        for ident, uuid, root in rows.positions:
+        for ident, uuid, root, parent in rows.positions:
             provider = IndexedProvider(
                 ident,
                 uuid,
                 root,
+                parent,
                 self._shared(frozenset(traits.get(ident, ()))),
                 self._shared(frozenset(aggregates.get(ident, ()))),
                 stocks.get(ident, {}),
             )
             old = self.providers.get(ident)
-            if old is not None and (old.uuid, old.root, old.traits, old.aggregates) == (
+            if old is not None and (old.uuid, old.root, old.parent, old.traits, old.aggregates) == (
                 uuid,
                 root,
+                parent,
                 provider.traits,
                 provider.aggregates,
             ):
@@ -319,6 +363,7 @@ class ProviderIndex:
             self._holders.setdefault(trait, set()).add(ident)
         for aggregate in provider.aggregates:
             self._members.setdefault(aggregate, set()).add(ident)
+        insort(self._trees.setdefault(provider.root, []), ident)
         if provider.root != ident:
             self._nested.add(ident)
 
@@ -333,3 +378,8 @@ class ProviderIndex:
         for aggregate in provider.aggregates:
             self._members.get(aggregate, set()).discard(ident)
         self._nested.discard(ident)
+        tree = self._trees.get(provider.root)
+        if tree is not None:
+            tree.remove(ident)
+            if not tree:
+                del self._trees[provider.root]

@@ -8,44 +8,30 @@ byte for byte over random clouds and requests, at several microversions.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from placement_api.app import create_app
-from placement_api.domain.candidates import provider_index
+from placement_api.domain.candidates import index_tables, provider_index
 from placement_api.domain.candidates.provider_index import SEQUENCE_AFTER, ProviderIndex
 from placement_api.settings import Settings
-from tests.support import databases
 from tests.support.client import PlacementClient, app_client
 from tests.support.index_answers import (
     AGGREGATES,
     TRAITS,
     answered,
     database_only,
+    indexed_app,
     random_queries,
     same_answers,
 )
 from tests.support.provider_trees import TreeBuilder
-
-
-@pytest.fixture
-async def indexed(
-    settings: Settings, cleaner: AsyncEngine
-) -> AsyncIterator[tuple[PlacementClient, ProviderIndex]]:
-    """An admin client over an app with the index (as shipped), and its index."""
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        index = app.state.services.candidates_index
-        async with AsyncClient(transport=ASGITransport(app=app), base_url="http://p") as http:
-            yield PlacementClient(http), index
-    await databases.clean(cleaner)
 
 
 def _inventory(rng: random.Random) -> dict[str, Any]:
@@ -168,7 +154,7 @@ async def test_requests_beyond_one_unsuffixed_group_are_read_from_the_database(
 
 
 async def test_shuffled_answers_are_read_from_the_database(
-    settings: Settings, cleaner: AsyncEngine
+    settings: Settings, cleaned: None
 ) -> None:
     shuffled = settings.model_copy(update={"randomize_allocation_candidates": True})
     async with app_client(shuffled) as api:
@@ -178,7 +164,6 @@ async def test_shuffled_answers_are_read_from_the_database(
         assert response.status_code == 200
         assert len(response.json()["allocation_requests"]) == 3
         assert answered("index") == before
-    await databases.clean(cleaner)
 
 
 async def test_unknown_names_get_the_database_paths_errors(api: PlacementClient) -> None:
@@ -215,7 +200,7 @@ async def test_a_crowd_of_unindexed_entries_is_indexed_by_the_refresh(
 
 @pytest.mark.parametrize("cap", [0, 2])
 async def test_the_candidates_cap_bounds_the_index_as_the_database(
-    settings: Settings, cleaner: AsyncEngine, cap: int
+    settings: Settings, cleaned: None, cap: int
 ) -> None:
     capped = settings.model_copy(update={"max_allocation_candidates": cap})
     async with app_client(capped) as api, database_only(capped) as database:
@@ -223,4 +208,62 @@ async def test_the_candidates_cap_bounds_the_index_as_the_database(
         before = answered("index")
         await same_answers(api, database, ["/allocation_candidates?resources=VCPU:1"])
         assert answered("index") > before
-    await databases.clean(cleaner)
+
+
+async def test_the_sweep_sees_a_write_made_by_hand_without_reloading(
+    settings: Settings, cleaner: AsyncEngine, cleaned: None
+) -> None:
+    """Hand-written SQL records no feed entry: the sweep re-reads the
+    provider within ``max_age``, by itself (no whole reload)."""
+    swept = settings.model_copy(update={"candidates_index_max_age": 0.3})
+    async with indexed_app(swept) as (api, index), database_only(swept) as database:
+        tree = TreeBuilder(api)
+        for name in ("cn0", "cn1", "cn2"):
+            await tree.provider(name, inventory={"VCPU": 8})
+        # Every entry indexed (the first read gives the feed its epoch), so
+        # that no refresh re-reads cn1 for an entry not indexed yet.
+        for _ in range(2):
+            assert (await api.get("/changes", version="1.39")).status_code == 200
+        query = "/allocation_candidates?resources=VCPU:1"
+        await same_answers(api, database, [query])
+        assert tree.uuids["cn1"] in (await api.get(query)).text
+        by_hand = text(
+            "UPDATE inventories SET total = 0 WHERE resource_provider_id = "
+            "(SELECT id FROM resource_providers WHERE uuid = :uuid)"
+        )
+        async with cleaner.begin() as connection:
+            await connection.execute(by_hand, {"uuid": tree.uuids["cn1"]})
+        await asyncio.sleep(0.4)
+        await api.get(query)  # the sweep's step re-reads cn1 before this answer
+        await same_answers(api, database, [query])
+        found = (await api.get(query)).json()["allocation_requests"]
+        assert all(tree.uuids["cn1"] not in r["allocations"] for r in found)
+        assert index.full_loads == 1
+
+
+async def test_requests_read_the_database_while_a_worker_loads_its_index(
+    settings: Settings, cleaned: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with indexed_app(settings) as (api, index):
+        await _cloud(api, random.Random(19), hosts=2)
+        loading, release = asyncio.Event(), asyncio.Event()
+        read_rows = index_tables.provider_rows
+
+        async def slow_rows(*args: Any, **kwargs: Any) -> Any:
+            loading.set()
+            await release.wait()
+            return await read_rows(*args, **kwargs)
+
+        monkeypatch.setattr(provider_index, "provider_rows", slow_rows)
+        query = "/allocation_candidates?resources=VCPU:1"
+        first = asyncio.create_task(api.get(query))
+        await loading.wait()
+        before = answered("index"), answered("database")
+        # Not held up by the load (without a bound, a wait would last for ever).
+        meanwhile = await asyncio.wait_for(api.get(query), 10)
+        assert meanwhile.status_code == 200
+        assert (answered("index"), answered("database")) == (before[0], before[1] + 1)
+        release.set()
+        assert (await first).content == meanwhile.content
+        assert answered("index") == before[0] + 1
+        assert index.full_loads == 1

@@ -6,19 +6,15 @@ which trees a sharing provider serves."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from httpx import ASGITransport, AsyncClient
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from placement_api.app import create_app
 from placement_api.domain.candidates import windowing
 from placement_api.domain.candidates.provider_index import ProviderIndex
 from placement_api.domain.candidates.windowing import WindowPolicy
 from placement_api.settings import Settings
-from tests.support import databases
 from tests.support.client import PlacementClient
 from tests.support.index_answers import (
     AGGREGATES,
@@ -112,19 +108,6 @@ async def _cloud(api: PlacementClient, rng: random.Random, hosts: int) -> Cloud:
     await cloud.add("cn0-late", "cn0", _numa_inventory(rng))
     await cloud.use(hosts)
     return cloud
-
-
-@pytest.fixture
-async def indexed(
-    settings: Settings, cleaner: AsyncEngine
-) -> AsyncIterator[tuple[PlacementClient, ProviderIndex]]:
-    """An admin client over an app with the index (as shipped), and its index."""
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        index = app.state.services.candidates_index
-        async with AsyncClient(transport=ASGITransport(app=app), base_url="http://p") as http:
-            yield PlacementClient(http), index
-    await databases.clean(cleaner)
 
 
 def _served_by_sharing(tree: TreeBuilder) -> list[str]:

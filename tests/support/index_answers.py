@@ -11,8 +11,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from httpx import ASGITransport, AsyncClient
 from prometheus_client import REGISTRY
 
+from placement_api.app import create_app
+from placement_api.domain.candidates.provider_index import ProviderIndex
 from placement_api.settings import Settings
 from tests.support.client import PlacementClient, app_client
 from tests.support.provider_trees import TreeBuilder
@@ -28,6 +31,16 @@ def answered(source: str) -> float:
         "placement_allocation_candidates_answered_total", {"source": source}
     )
     return value or 0.0
+
+
+@asynccontextmanager
+async def indexed_app(settings: Settings) -> AsyncIterator[tuple[PlacementClient, ProviderIndex]]:
+    """An admin client over an app with the index, and its index."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        index = app.state.services.candidates_index
+        async with AsyncClient(transport=ASGITransport(app=app), base_url="http://p") as http:
+            yield PlacementClient(http), index
 
 
 @asynccontextmanager

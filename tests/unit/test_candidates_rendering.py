@@ -43,6 +43,9 @@ SEARCHES = [
     ([("1", ((1, 1),)), ("2", ((1, 1), (2, 64)))], [(3, 3), (5, 5)]),
     # A group without amounts (mapped, never allocated from) beside one with.
     ([("", ((1, 1),)), ("agg", ())], [(7, 7), (7, 8)]),
+    # A NUMA host's unsuffixed group: its classes from one child or two, and
+    # a shared disk; several layouts in one answer.
+    ([("", ((1, 2),)), ("", ((2, 512),)), ("", ((3, 40),))], [(4, 4, 8), (4, 5, 8), (5, 4, 8)]),
 ]
 
 

@@ -1,14 +1,18 @@
 """The provider index's pure parts: the capacity test worked out once per
-inventory row, and when a refresh may apply entries one by one."""
+inventory row, when a refresh may apply entries one by one, and the orders
+it keeps per filter."""
 
 from __future__ import annotations
 
 import math
 import random
+from itertools import combinations
+from typing import Any, cast
 
 import pytest
 
-from placement_api.domain.candidates.index_tables import FeedNews
+from placement_api.domain.candidates.index_tables import FeedNews, ProviderRows
+from placement_api.domain.candidates.indexed_cloud import KEPT_ORDERS, IndexedCloud
 from placement_api.domain.candidates.indexed_provider import largest_total
 from placement_api.domain.candidates.provider_index import MOST_ENTRIES, ProviderIndex
 
@@ -54,3 +58,21 @@ def _news(last: int, *indexes: int | None, epoch: str = "e") -> FeedNews:
 )
 def test_entries_apply_one_by_one_only_when_they_carry_on(news: FeedNews, applies: bool) -> None:
     assert ProviderIndex._applies(news, ("e", 10)) is applies
+
+
+def test_orders_kept_per_filter_are_bounded_whatever_filters_clients_send() -> None:
+    cloud = IndexedCloud()
+    positions = [(ident, f"uuid-{ident}", ident, None) for ident in range(1, 41)]
+    aggregates = [(ident, aggregate) for ident in range(1, 41) for aggregate in range(ident % 8)]
+    # Tuples in place of the database's rows, which they read like.
+    cloud._put(ProviderRows(cast(Any, positions), [], cast(Any, aggregates), []), ())
+    for size in range(1, 4):
+        for any_of in combinations(range(8), size):
+            ids = frozenset(any_of)
+            assert [p.id for p in cloud.in_order("aggregate", ids)] == sorted(
+                cloud.holding("aggregate", ids)
+            )
+            assert cloud.roots_holding("aggregate", ids) == sorted(cloud.holding("aggregate", ids))
+    # 92 filters asked for; the most recent are kept.
+    assert len(cloud._sorted) <= 1.5 * KEPT_ORDERS
+    assert len(cloud._roots_holding) <= 1.5 * KEPT_ORDERS

@@ -9,7 +9,7 @@ per pattern of shared providers (which slots share a provider).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -73,11 +73,6 @@ class Candidate(NamedTuple):
     def mappings(self) -> dict[str, list[int]]:
         chosen = self.chosen
         return {suffix: [chosen[i] for i in slots] for suffix, slots in self.layout.mapped}
-
-    def providers(self) -> Iterator[int]:
-        """The providers allocated from."""
-        chosen = self.chosen
-        return (chosen[index] for index, _ in self.layout.held)
 
     def key(self) -> tuple[object, ...]:
         resources = sorted(

@@ -11,6 +11,7 @@ Only the pacing of the walk awaits: the caller holds the index meanwhile.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 
 from placement_api.domain.candidates import pacing, windowing
@@ -49,9 +50,7 @@ def _scanned_roots(index: ProviderIndex, group: ResolvedGroup, sharing: set[int]
     ]
     if not filters:
         return index.roots()
-    narrowest = min(filters, key=lambda f: index.count(*f))
-    providers = index.providers
-    return sorted({providers[p].root for p in index.holding(*narrowest)})
+    return index.roots_holding(*min(filters, key=lambda f: index.count(*f)))
 
 
 def group_rows(
@@ -107,18 +106,24 @@ def group_rows(
     return rows
 
 
-def sharing_map(index: ProviderIndex, used: frozenset[int]) -> SharingMap:
-    """``planning.sharing_map`` of every tree: the trees each sharing
-    provider serves (those with a member in one of its aggregates)."""
+def sharing_map(
+    index: ProviderIndex, used: frozenset[int], window: RootWindow | None
+) -> SharingMap:
+    """``planning.sharing_map``: the trees (of ``window``, when given) each
+    sharing provider serves, those with a member in one of its aggregates."""
     if not used:
         return SharingMap()
     providers = index.providers
-    roots_of: dict[int, frozenset[int]] = {}
     aggregates = {p: providers[p].aggregates for p in used if providers[p].aggregates}
-    for aggregate in frozenset().union(*aggregates.values()):
-        members = index.holding("aggregate", frozenset((aggregate,)))
-        roots_of[aggregate] = frozenset(providers[m].root for m in members)
-    anchors = {p: frozenset().union(*(roots_of[a] for a in aggregates.get(p, ()))) for p in used}
+    anchors: dict[int, frozenset[int]] = {}
+    for provider in used:
+        served: set[int] = set()
+        for aggregate in aggregates.get(provider, ()):
+            roots = index.roots_holding("aggregate", frozenset((aggregate,)))
+            if window is not None:
+                roots = roots[bisect_left(roots, window.first) : bisect_right(roots, window.last)]
+            served.update(roots)
+        anchors[provider] = frozenset(served)
     return SharingMap(providers=used, anchors=anchors, aggregates=aggregates)
 
 
@@ -144,7 +149,7 @@ def tree_rule(
 
 class _TreeSearch:
     """What every window of one search shares: the sharing providers' rows,
-    the trees they serve, the tree rule, the roots and candidates so far."""
+    the tree rule, the roots and candidates so far."""
 
     def __init__(
         self,
@@ -163,7 +168,6 @@ class _TreeSearch:
             roots &= {self.group.tree_root}
         self.shared_rows = self._rows(sorted(roots), shared=True)
         self.used = frozenset(row[0] for row in self.shared_rows)
-        self.served = sharing_map(index, self.used)
         self.rule = tree_rule(index, self.group, resolved, self.used)
         self.root_of = {provider: root for provider, root, _ in self.shared_rows}
         self.seen: set[tuple[object, ...]] = set()
@@ -178,7 +182,8 @@ class _TreeSearch:
         tree), whose own providers are those of ``roots``."""
         rows = self.shared_rows + self._rows(roots, shared=False)
         self.root_of.update((provider, root) for provider, root, _ in rows)
-        plan = group_plan(self.group, rows, self.served, self.rule, window)
+        served = sharing_map(self.index, self.used, window)
+        plan = group_plan(self.group, rows, served, self.rule, window)
         providers = self.index.providers
         rules = SearchRules(
             isolate=self.request.isolate,

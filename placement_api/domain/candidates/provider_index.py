@@ -1,5 +1,5 @@
 """A worker's copy of every provider's tree position, traits, aggregates and
-inventory, kept current from the change feed, so that a flat cloud's
+inventory (``indexed_cloud``), kept current from the change feed, so that
 candidates are found without reading them (``indexed_search``).
 
 Before each use the index reads, in one statement, the feed's head and the
@@ -8,8 +8,10 @@ given an index), then re-reads every provider they name. Re-reading is
 idempotent, so an entry seen twice costs a read and nothing else; every
 write committed before the request began has its entry in that snapshot,
 so the index is never older than what the request may see. A gap (entries
-pruned), a new epoch or too many entries at once reload it whole. Why and
-what it costs: docs/candidates.md, "The provider index".
+pruned), a new epoch or too many entries at once reload it whole; a sweep
+re-reads every provider, a span at a time (``index_sweep``), for the writes
+that record no entries. Why and what it costs: docs/candidates.md, "The
+provider index".
 """
 
 from __future__ import annotations
@@ -17,35 +19,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from bisect import insort
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any
 
-import os_traits
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api import errors
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, feed_index
+from placement_api.domain.candidates.index_sweep import Sweep
 from placement_api.domain.candidates.index_tables import (
     UNINDEXED_ONLY,
     Entry,
     FeedNews,
-    ProviderRows,
     feed_news,
     name_rows,
     provider_extent,
     provider_rows,
 )
+from placement_api.domain.candidates.indexed_cloud import IndexedCloud
 from placement_api.domain.candidates.indexed_provider import (
     IndexedProvider,
     Names,
-    Stock,
-    stock_of,
 )
-from placement_api.domain.candidates.summary_rows import FilterKind
 
 LOG = logging.getLogger(__name__)
 
@@ -59,7 +57,7 @@ SEQUENCE_AFTER = 100
 LOAD_BATCH = 5000
 
 
-class ProviderIndex:
+class ProviderIndex(IndexedCloud):
     """Every provider of the cloud, for one worker: owned by the app's
     services, refreshed before each use (``current``), one refresh at a time."""
 
@@ -73,83 +71,20 @@ class ProviderIndex:
     ) -> None:
         self._factory = factory
         self._max_providers = max_providers
-        # Hand-written SQL records no entries: a whole reload this often
-        # picks it up (``db import`` and ``audit --fix`` start a new epoch).
+        # Hand-written SQL records no entries: every provider is re-read
+        # this often (``db import`` and ``audit --fix`` start a new epoch).
         self._max_age = max_age
-        self._loaded_at = 0.0
+        self._sweep = Sweep(max_age)
+        # A whole load is under way: requests read the database meanwhile.
+        self._loading = False
         self._retry_interval = retry_interval
         self._lock = asyncio.Lock()
-        self.providers: dict[int, IndexedProvider] = {}
-        self.names = Names()
-        self._by_uuid: dict[str, int] = {}
-        self._holders: dict[int, set[int]] = {}
-        self._members: dict[int, set[int]] = {}
-        self._sets: dict[frozenset[int], frozenset[int]] = {}
-        # Providers that are not their tree's root.
-        self._nested: set[int] = set()
-        # Each tree's providers in id order, by root.
-        self._trees: dict[int, list[int]] = {}
-        # Orders asked for, kept until a provider comes, goes or changes its
-        # traits or aggregates; they hold the providers, replaced in place.
-        self._sorted: dict[tuple[str, frozenset[int]], list[IndexedProvider]] = {}
-        self._sorted_roots: list[int] | None = None
+        super().__init__()
         # The feed's epoch and the last index applied; None: not loaded.
         self._position: tuple[str, int] | None = None
         self._idle_until = 0.0
         self._unindexed = 0
         self.full_loads = 0
-
-    # --- what a search asks -------------------------------------------------------
-
-    @property
-    def flat(self) -> bool:
-        """Every tree is a single provider, and none shares its inventory."""
-        return not self._nested and not self.sharing
-
-    @property
-    def sharing(self) -> set[int]:
-        """The providers that share their inventory (read only)."""
-        shares = self.names.traits.get(os_traits.MISC_SHARES_VIA_AGGREGATE)
-        return self._holders.get(shares, set()) if shares is not None else set()
-
-    def tree(self, root: int) -> list[int]:
-        """The providers of the tree of ``root``, in id order (read only)."""
-        return self._trees.get(root, [])
-
-    def roots(self) -> list[int]:
-        """Every tree's root, in id order (read only)."""
-        if self._sorted_roots is None:
-            self._sorted_roots = sorted(self._trees)
-        return self._sorted_roots
-
-    def holding(self, kind: FilterKind, any_of: frozenset[int]) -> set[int]:
-        """The holders of any of the traits (``kind`` "trait") or the
-        members of any of the aggregates."""
-        of = self._holders if kind == "trait" else self._members
-        return set().union(*(of.get(i, ()) for i in any_of))
-
-    def tree_of(self, uuid: str) -> int | None:
-        ident = self._by_uuid.get(uuid)
-        return None if ident is None else self.providers[ident].root
-
-    def in_order(
-        self, kind: FilterKind | Literal["all"] = "all", any_of: frozenset[int] = frozenset()
-    ) -> list[IndexedProvider]:
-        """Providers in id order: all of them, or the holders of any of the
-        traits (``kind`` "trait") or the members of any of the aggregates."""
-        key = (kind, any_of)
-        found = self._sorted.get(key)
-        if found is None:
-            if kind == "all":
-                ids: Iterable[int] = self.providers
-            else:
-                ids = self.holding(kind, any_of)
-            found = self._sorted[key] = [self.providers[i] for i in sorted(ids)]
-        return found
-
-    def count(self, kind: FilterKind, any_of: frozenset[int]) -> int:
-        of = self._holders if kind == "trait" else self._members
-        return sum(len(of.get(i, ())) for i in any_of)
 
     # --- keeping it current -------------------------------------------------------
 
@@ -160,8 +95,8 @@ class ProviderIndex:
         reads one state); None when it cannot serve (the cloud is larger
         than the setting allows, or the database failed it lately: the
         caller reads the database)."""
-        if time.monotonic() < self._idle_until:
-            # Not worth waiting for a search holding it.
+        if self._loading or time.monotonic() < self._idle_until:
+            # Not worth waiting for a whole load, or for a search holding it.
             yield None
             return
         async with self._lock:
@@ -197,7 +132,7 @@ class ProviderIndex:
             LOG.debug("provider index: the feed could not be indexed", exc_info=True)
 
     async def _refresh(self, session: AsyncSession) -> bool:
-        if time.monotonic() - self._loaded_at > self._max_age:
+        if self._sweep.stale(time.monotonic()):
             self._position = None
         position = self._position
         # A whole load needs no entry the head counts, only those not
@@ -211,7 +146,43 @@ class ProviderIndex:
             return await self._load_all(session, news)
         await self._apply(session, news.entries)
         self._position = (news.epoch, max(position[1], news.last_index))
+        if self._sweep.due(time.monotonic()):
+            return await self._sweep_step(session)
         return True
+
+    async def _sweep_step(self, session: AsyncSession) -> bool:
+        """Re-read the sweep's next span of providers (``index_sweep``); at
+        the end of a sweep, count the providers and read the names again."""
+        now = time.monotonic()
+        span = self._sweep.next_span(now)
+        if span is None:
+            extent = await provider_extent(session)
+            if not self._fits(extent.providers):
+                return False
+            names = Names.of(await name_rows(session))
+            if names != self.names:
+                self.names = names
+                self._forget_summaries()
+            self._sweep.start(extent.first_id, extent.last_id, now)
+            return True
+        first, last = span
+        held = [p.uuid for ident, p in self.providers.items() if first <= ident <= last]
+        self._put(await provider_rows(session, ids_between=span), held)
+        return True
+
+    def _fits(self, providers: int) -> bool:
+        """Whether a cloud of ``providers`` may be copied; if not, the copy is dropped."""
+        if providers <= self._max_providers:
+            return True
+        LOG.warning(
+            "provider index: %d providers, more than PLACEMENT_CANDIDATES_INDEX_MAX_PROVIDERS "
+            "(%d); candidates read the database",
+            providers,
+            self._max_providers,
+        )
+        self._position = None
+        self._clear()
+        return False
 
     @staticmethod
     def _applies(news: FeedNews, position: tuple[str, int]) -> bool:
@@ -230,34 +201,21 @@ class ProviderIndex:
         (its client gone) leaves no position, so the next one starts over."""
         self._position = None
         extent = await provider_extent(session)
-        if extent.providers > self._max_providers:
-            LOG.warning(
-                "provider index: %d providers, more than PLACEMENT_CANDIDATES_INDEX_MAX_PROVIDERS "
-                "(%d); candidates read the database",
-                extent.providers,
-                self._max_providers,
-            )
-            self._clear()
+        if not self._fits(extent.providers):
             return False
         self._clear()
-        self.names = Names.of(await name_rows(session))
-        for first in range(extent.first_id, extent.last_id + 1, LOAD_BATCH):
-            batch = (first, first + LOAD_BATCH - 1)
-            self._put(await provider_rows(session, ids_between=batch), ())
+        self._loading = True
+        try:
+            self.names = Names.of(await name_rows(session))
+            for first in range(extent.first_id, extent.last_id + 1, LOAD_BATCH):
+                batch = (first, first + LOAD_BATCH - 1)
+                self._put(await provider_rows(session, ids_between=batch), ())
+        finally:
+            self._loading = False
         self._position = (news.epoch, news.last_index)
-        self._loaded_at = time.monotonic()
+        self._sweep.start(extent.first_id, extent.last_id, time.monotonic())
         self.full_loads += 1
         return True
-
-    def _clear(self) -> None:
-        self.providers, self._by_uuid = {}, {}
-        self._holders, self._members, self._nested, self._sets = {}, {}, set(), {}
-        self._trees = {}
-        self._forget_order()
-
-    def _forget_order(self) -> None:
-        self._sorted.clear()
-        self._sorted_roots = None
 
     async def _apply(self, session: AsyncSession, entries: Iterable[Entry]) -> None:
         """Re-read every provider the entries name (and whole trees a
@@ -282,8 +240,7 @@ class ProviderIndex:
             touched = self._put(await provider_rows(session, uuids=uuids, roots=roots), uuids)
         if names or self._names_missing(touched):
             self.names = Names.of(await name_rows(session))
-            for provider in self.providers.values():
-                provider.summary = None
+            self._forget_summaries()
 
     def _roots_around(self, uuid: str, details: dict[str, Any]) -> set[int]:
         """The roots of the trees a provider was in and is now in."""
@@ -292,94 +249,3 @@ class ProviderIndex:
         if new_root is not None:
             roots.add(self.providers[new_root].root)
         return roots
-
-    def _names_missing(self, providers: Iterable[IndexedProvider]) -> bool:
-        names = self.names
-        return any(
-            not p.traits <= names.trait_names.keys()
-            or not p.stocks.keys() <= names.class_names.keys()
-            for p in providers
-        )
-
-    def _put(self, rows: ProviderRows, uuids: Iterable[str]) -> list[IndexedProvider]:
-        """Replace the providers read (and drop those named but gone); the
-        providers read."""
-        read = {row[0] for row in rows.positions}
-        gone = {self._by_uuid[u] for u in uuids if u in self._by_uuid} - read
-        traits: dict[int, set[int]] = {}
-        for holder, trait in rows.traits:
-            traits.setdefault(holder, set()).add(trait)
-        aggregates: dict[int, set[int]] = {}
-        for member, aggregate in rows.aggregates:
-            aggregates.setdefault(member, set()).add(aggregate)
-        stocks: dict[int, dict[int, Stock]] = {}
-        for row in rows.inventories:
-            stock = stock_of(row)
-            stocks.setdefault(row[0], {})[stock.class_id] = stock
-        reordered = bool(gone)
-        for ident in gone:
-            self._drop(ident)
-        touched = []
-        for ident, uuid, root, parent in rows.positions:
-            provider = IndexedProvider(
-                ident,
-                uuid,
-                root,
-                parent,
-                self._shared(frozenset(traits.get(ident, ()))),
-                self._shared(frozenset(aggregates.get(ident, ()))),
-                stocks.get(ident, {}),
-            )
-            old = self.providers.get(ident)
-            if old is not None and (old.uuid, old.root, old.parent, old.traits, old.aggregates) == (
-                uuid,
-                root,
-                parent,
-                provider.traits,
-                provider.aggregates,
-            ):
-                # Usage or inventory changed: updated in place, so the
-                # orders kept (which hold the providers) stay right.
-                old.stocks, old.summary = provider.stocks, None
-                touched.append(old)
-                continue
-            reordered = True
-            self._drop(ident)
-            self._add(provider)
-            touched.append(provider)
-        if reordered:
-            self._forget_order()
-        return touched
-
-    def _shared(self, ids: frozenset[int]) -> frozenset[int]:
-        """One object per set of traits or aggregates: providers share a few."""
-        return self._sets.setdefault(ids, ids)
-
-    def _add(self, provider: IndexedProvider) -> None:
-        ident = provider.id
-        self.providers[ident] = provider
-        self._by_uuid[provider.uuid] = ident
-        for trait in provider.traits:
-            self._holders.setdefault(trait, set()).add(ident)
-        for aggregate in provider.aggregates:
-            self._members.setdefault(aggregate, set()).add(ident)
-        insort(self._trees.setdefault(provider.root, []), ident)
-        if provider.root != ident:
-            self._nested.add(ident)
-
-    def _drop(self, ident: int) -> None:
-        provider = self.providers.pop(ident, None)
-        if provider is None:
-            return
-        if self._by_uuid.get(provider.uuid) == ident:
-            del self._by_uuid[provider.uuid]
-        for trait in provider.traits:
-            self._holders.get(trait, set()).discard(ident)
-        for aggregate in provider.aggregates:
-            self._members.get(aggregate, set()).discard(ident)
-        self._nested.discard(ident)
-        tree = self._trees.get(provider.root)
-        if tree is not None:
-            tree.remove(ident)
-            if not tree:
-                del self._trees[provider.root]

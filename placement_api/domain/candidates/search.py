@@ -305,10 +305,9 @@ def search_steps(
                 continue
             candidate = build(chosen)
             # Only a candidate made of sharing providers alone can be reached
-            # from several trees; any other belongs to its anchor's tree, so
-            # only those whose resources all come from sharing providers (a
-            # cheap superset of them) need their key checked.
-            if sharing and all(provider in sharing for provider in candidate.providers()):
+            # from several trees (only sharing providers are in the options of
+            # trees not their own): any other belongs to its anchor's tree.
+            if sharing and sharing.issuperset(chosen):
                 key = candidate.key()
                 if key in seen:
                     continue

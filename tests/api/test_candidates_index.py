@@ -30,6 +30,7 @@ from tests.support.index_answers import (
     indexed_app,
     random_queries,
     same_answers,
+    same_answers_after_each,
 )
 from tests.support.provider_trees import TreeBuilder
 
@@ -100,12 +101,9 @@ async def test_the_index_follows_every_kind_of_write(
         lambda: _custom_class_inventory(api, tree, "cn6"),
     ]
     async with database_only(settings) as database:
-        await same_answers(api, database, queries)
-        for write in writes:
-            await write()
-            await same_answers(
-                api, database, [*queries, *random_queries(rng, tree, 3, list(tree.uuids))]
-            )
+        await same_answers_after_each(
+            api, database, queries, writes, lambda: random_queries(rng, tree, 3, list(tree.uuids))
+        )
         consumer = await tree.allocate({"cn7": {"VCPU": 1, "MEMORY_MB": 256}})
         await same_answers(api, database, queries)
         deleted = await api.delete(f"/allocations/{consumer}")

@@ -23,6 +23,7 @@ from tests.support.index_answers import (
     database_only,
     random_queries,
     same_answers,
+    same_answers_after_each,
 )
 from tests.support.provider_trees import TreeBuilder
 
@@ -178,10 +179,9 @@ async def test_the_index_follows_the_writes_that_change_trees(
         lambda: tree.set_traits("cn4", ["COMPUTE_STATUS_DISABLED"]),
     ]
     async with database_only(settings) as database:
-        await same_answers(api, database, queries)
-        for write in writes:
-            await write()
-            await same_answers(api, database, [*queries, *random_queries(rng, tree, 3, ["cn0"])])
+        await same_answers_after_each(
+            api, database, queries, writes, lambda: random_queries(rng, tree, 3, ["cn0"])
+        )
     # Each write was applied by itself, never by loading everything again.
     assert index.full_loads == 1
 

@@ -6,7 +6,7 @@ compared byte for byte at several microversions."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -109,3 +109,18 @@ def settings_of_both_paths(settings: Settings, request: pytest.FixtureRequest) -
     """The suite's settings with the provider index on (as shipped) and off,
     for a module whose requests both paths must answer alike."""
     return settings.model_copy(update={"candidates_index": request.param == "index"})
+
+
+async def same_answers_after_each(
+    api: PlacementClient,
+    database: PlacementClient,
+    queries: list[str],
+    writes: Sequence[Callable[[], Awaitable[object]]],
+    more_queries: Callable[[], list[str]],
+) -> None:
+    """``same_answers`` before the writes and after each, with a few more
+    queries (``more_queries()``) each time."""
+    await same_answers(api, database, queries)
+    for write in writes:
+        await write()
+        await same_answers(api, database, [*queries, *more_queries()])

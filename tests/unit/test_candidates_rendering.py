@@ -33,7 +33,9 @@ def _expected(candidate: Candidate, version: Version) -> dict[str, Any]:
     return {"allocations": bodies, "mappings": mappings}
 
 
-# Per slot, its group's suffix and amounts; then the providers filling the slots.
+# Per slot, its group's suffix and amounts.
+Slots = list[tuple[str, tuple[tuple[int, int], ...]]]
+# Slots, then the providers filling them.
 SEARCHES = [
     # A flat cloud: one provider for the unsuffixed group's three classes.
     ([("", ((1, 2),)), ("", ((2, 512),)), ("", ((3, 10),))], [(1, 1, 1), (2, 2, 2)]),
@@ -49,37 +51,39 @@ SEARCHES = [
 ]
 
 
+def _candidates(slots: Slots, chosen: list[tuple[int, ...]]) -> list[Candidate]:
+    layouts = Layouts(slots)
+    return [layouts.candidate(providers) for providers in chosen]
+
+
 @pytest.mark.parametrize("version", VERSIONS, ids=str)
 @pytest.mark.parametrize(("slots", "chosen"), SEARCHES)
 def test_requests_built_per_layout_are_those_built_one_by_one(
-    slots: list[tuple[str, tuple[tuple[int, int], ...]]],
+    slots: Slots,
     chosen: list[tuple[int, ...]],
     version: Version,
 ) -> None:
-    layouts = Layouts(slots)
-    candidates = [layouts.candidate(providers) for providers in chosen]
+    candidates = _candidates(slots, chosen)
     found = allocation_requests(candidates, UUIDS, NAMES, version)
     assert found == [_expected(candidate, version) for candidate in candidates]
 
 
 @pytest.mark.parametrize(("slots", "chosen"), SEARCHES)
 def test_the_providers_allocated_from_are_gathered_per_layout(
-    slots: list[tuple[str, tuple[tuple[int, int], ...]]], chosen: list[tuple[int, ...]]
+    slots: Slots, chosen: list[tuple[int, ...]]
 ) -> None:
-    layouts = Layouts(slots)
-    candidates = [layouts.candidate(providers) for providers in chosen]
+    candidates = _candidates(slots, chosen)
     assert providers_of(candidates) == {p for c in candidates for p in c.allocations}
 
 
 @pytest.mark.parametrize("version", VERSIONS, ids=str)
 @pytest.mark.parametrize(("slots", "chosen"), SEARCHES)
 def test_requests_written_from_templates_are_the_encoders_bytes(
-    slots: list[tuple[str, tuple[tuple[int, int], ...]]],
+    slots: Slots,
     chosen: list[tuple[int, ...]],
     version: Version,
 ) -> None:
-    layouts = Layouts(slots)
-    candidates = [layouts.candidate(providers) for providers in chosen]
+    candidates = _candidates(slots, chosen)
     encoded = encoded_requests(candidates, UUIDS, NAMES, version)
     one_provider_each = all(len(set(providers)) == 1 for providers in chosen)
     if version < Version(1, 12) or not one_provider_each:

@@ -35,8 +35,6 @@ class IndexedCloud:
         self._holders: dict[int, set[int]] = {}
         self._members: dict[int, set[int]] = {}
         self._sets: dict[frozenset[int], frozenset[int]] = {}
-        # Providers that are not their tree's root.
-        self._nested: set[int] = set()
         # Each tree's providers in id order, by root.
         self._trees: dict[int, list[int]] = {}
         # Orders asked for, kept until a provider comes, goes or changes its
@@ -56,7 +54,8 @@ class IndexedCloud:
     @property
     def flat(self) -> bool:
         """Every tree is a single provider, and none shares its inventory."""
-        return not self._nested and not self.sharing
+        # As many trees as providers: each tree is its root alone.
+        return len(self._trees) == len(self.providers) and not self.sharing
 
     @property
     def sharing(self) -> set[int]:
@@ -116,7 +115,7 @@ class IndexedCloud:
 
     def _clear(self) -> None:
         self.providers, self._by_uuid = {}, {}
-        self._holders, self._members, self._nested, self._sets = {}, {}, set(), {}
+        self._holders, self._members, self._sets = {}, {}, {}
         self._trees = {}
         self._forget_order()
 
@@ -200,8 +199,6 @@ class IndexedCloud:
         for aggregate in provider.aggregates:
             self._members.setdefault(aggregate, set()).add(ident)
         insort(self._trees.setdefault(provider.root, []), ident)
-        if provider.root != ident:
-            self._nested.add(ident)
 
     def _drop(self, ident: int) -> None:
         provider = self.providers.pop(ident, None)
@@ -213,7 +210,6 @@ class IndexedCloud:
             self._holders.get(trait, set()).discard(ident)
         for aggregate in provider.aggregates:
             self._members.get(aggregate, set()).discard(ident)
-        self._nested.discard(ident)
         tree = self._trees.get(provider.root)
         if tree is not None:
             tree.remove(ident)

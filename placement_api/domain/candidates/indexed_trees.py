@@ -16,7 +16,6 @@ from collections.abc import Iterable, Sequence
 
 from placement_api.domain.candidates import pacing, windowing
 from placement_api.domain.candidates.combinations import Candidate, SearchRules, providers_of
-from placement_api.domain.candidates.indexed_provider import IndexedProvider
 from placement_api.domain.candidates.indexed_summaries import summaries_of
 from placement_api.domain.candidates.names import ResolvedGroup, ResolvedRequest
 from placement_api.domain.candidates.options import SharingMap, TreeRule
@@ -83,7 +82,7 @@ def group_rows(
         )
         root_member = not member_of or _in_all(root.aggregates, member_of)
         for ident in index.tree(root_id):
-            provider: IndexedProvider = providers[ident]
+            provider = providers[ident]
             is_sharing = ident in sharing
             if is_sharing is not shared or not (tree_passes or is_sharing):
                 continue
@@ -131,20 +130,17 @@ def tree_rule(
     index: ProviderIndex, group: ResolvedGroup, request: ResolvedRequest, used: frozenset[int]
 ) -> TreeRule:
     """``planning.tree_rules`` for the unsuffixed group."""
-    rule = TreeRule(root_required=request.root_required, root_forbidden=request.root_forbidden)
+    required, forbidden = request.root_required, request.root_forbidden
     if not used:
-        return rule
-    wanted = request.root_required | request.root_forbidden
+        return TreeRule(required, forbidden)
     providers = index.providers
     root_traits = {
-        holder: providers[holder].traits & wanted
-        for holder in index.holding("trait", wanted)
+        holder: providers[holder].traits & (required | forbidden)
+        for holder in index.holding("trait", required | forbidden)
         if providers[holder].parent is None
     }
-    banned: frozenset[int] = frozenset()
-    if group.forbidden_aggregates:
-        banned = frozenset(index.holding("aggregate", group.forbidden_aggregates))
-    return TreeRule(rule.root_required, rule.root_forbidden, root_traits, banned)
+    banned = frozenset(index.holding("aggregate", group.forbidden_aggregates))
+    return TreeRule(required, forbidden, root_traits, banned)
 
 
 class _TreeSearch:
@@ -180,8 +176,9 @@ class _TreeSearch:
     ) -> list[Candidate]:
         """Up to ``wanted`` candidates anchored in ``window`` (None: every
         tree), whose own providers are those of ``roots``."""
-        rows = self.shared_rows + self._rows(roots, shared=False)
-        self.root_of.update((provider, root) for provider, root, _ in rows)
+        native = self._rows(roots, shared=False)
+        self.root_of.update((provider, root) for provider, root, _ in native)
+        rows = self.shared_rows + native
         served = sharing_map(self.index, self.used, window)
         plan = group_plan(self.group, rows, served, self.rule, window)
         providers = self.index.providers

@@ -5,7 +5,10 @@ Every request speaks the microversion the client settled (1.39). A claim is
 consumer must be new), so two schedulers can never both own one consumer,
 and Placement refuses any write that would exceed a provider's capacity.
 The claims of a multi-instance request can go together in one
-``POST /allocations``, written all or nothing.
+``POST /allocations``, written all or nothing. Candidates and a provider's
+figures are read with the furthest ``X-Placement-Read-After`` position the
+claims were answered with, so an API reading from a standby answers them
+with every claim written so far (docs/ha.md).
 """
 
 from __future__ import annotations
@@ -188,9 +191,13 @@ class ChangesPage:
     epoch: str | None = None
 
 
+READ_AFTER = "X-Placement-Read-After"
+
+
 class SchedulerPlacement:
     def __init__(self, client: PlacementClient) -> None:
         self.client = client
+        self.written: str | None = None  # the furthest position a claim was answered with
 
     @property
     def microversion(self) -> str:
@@ -200,7 +207,9 @@ class SchedulerPlacement:
         await self.client.aclose()
 
     async def allocation_candidates(self, query: Sequence[tuple[str, str]]) -> CandidatesResponse:
-        response = await self.client.request("GET", "/allocation_candidates", params=list(query))
+        response = await self.client.request(
+            "GET", "/allocation_candidates", params=list(query), headers=self._read_after()
+        )
         return CandidatesResponse.model_validate_json(response.content)
 
     async def claim(self, claim: NewClaim, *, consumer_type: str) -> ClaimOutcome:
@@ -219,11 +228,12 @@ class SchedulerPlacement:
 
     async def _claim(self, method: str, path: str, body: Any, claims: int) -> ClaimOutcome:
         try:
-            await self.client.request(method, path, json=body)
+            response = await self.client.request(method, path, json=body)
         except Conflict as refused:
             return ClaimOutcome(
                 claimed=False, detail=refused.detail, code=refused.code, written_with=claims
             )
+        self.written = furthest(self.written, response.headers.get(READ_AFTER))
         return ClaimOutcome(claimed=True, written_with=claims)
 
     async def release(self, consumer: str) -> bool:
@@ -295,12 +305,37 @@ class SchedulerPlacement:
 
     async def provider_figures(self, provider: str) -> dict[str, tuple[int, int]]:
         """(capacity, used) per resource class of one provider, as Placement has them."""
-        inventories = await self.client.get(f"/resource_providers/{provider}/inventories")
-        usages = (await self.client.get(f"/resource_providers/{provider}/usages"))["usages"]
+        path, headers = f"/resource_providers/{provider}", self._read_after()
+        inventories = await self.client.request("GET", f"{path}/inventories", headers=headers)
+        usages = await self.client.request("GET", f"{path}/usages", headers=headers)
+        used: dict[str, int] = usages.json()["usages"]
         return {
-            rc: (int((r["total"] - r["reserved"]) * r["allocation_ratio"]), usages.get(rc, 0))
-            for rc, r in inventories["inventories"].items()
+            rc: (int((r["total"] - r["reserved"]) * r["allocation_ratio"]), used.get(rc, 0))
+            for rc, r in inventories.json()["inventories"].items()
         }
 
     async def ping(self) -> bool:
         return await self.client.ping()
+
+    def _read_after(self) -> dict[str, str] | None:
+        return None if self.written is None else {READ_AFTER: self.written}
+
+
+def furthest(kept: str | None, answered: str | None) -> str | None:
+    """The position a read must reach to see both writes. WAL positions (``0/5A3C2B8``)
+    compare; ``primary`` (an API without a standby, or a position it could not read)
+    replaces whatever was kept, and a position answered after it replaces it."""
+    if answered is None or kept is None:
+        return answered or kept
+    kept_lsn, answered_lsn = _lsn(kept), _lsn(answered)
+    if kept_lsn is not None and answered_lsn is not None and kept_lsn > answered_lsn:
+        return kept
+    return answered
+
+
+def _lsn(position: str) -> int | None:
+    high, slash, low = position.partition("/")
+    try:
+        return (int(high, 16) << 32 | int(low, 16)) if slash else None
+    except ValueError:
+        return None

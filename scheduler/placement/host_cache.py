@@ -11,7 +11,7 @@ import logging
 import random
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from placement_client import PlacementError
@@ -22,6 +22,7 @@ from scheduler.placement.host_state import (
     HostState,
     Reservation,
     UsageBook,
+    UsageKey,
     build_hosts,
     requests_by_host,
 )
@@ -216,10 +217,11 @@ class HostCache:
     async def _read(self, shape: Shape) -> _Entry:
         self._reads += 1
         read, started, index = self._reads, self._clock(), self._index
+        written = list(self._awaited.values())
         response = await self._client.allocation_candidates(shape)
         by_host = requests_by_host(response)
         metadata = await self._directory.metadata(list(by_host), with_counts=False)
-        self._book.refresh(response.provider_summaries, index)
+        _counted(written, self._book.refresh(response.provider_summaries, index))
         hosts = build_hosts(response, metadata, self._book, by_host=by_host)
         entry = _Entry(
             hosts=tuple(hosts),
@@ -247,10 +249,10 @@ class HostCache:
         return any(_reshapes(entry, effects) for effects in kept if effects.index > index)
 
     async def _read_again(self, providers: Sequence[str]) -> None:
-        index = self._index
+        index, written = self._index, list(self._awaited.values())
         for provider in providers:
             figures = await self._client.provider_figures(provider)
-            self._book.take(provider, figures, index)
+            _counted(written, self._book.take(provider, figures, index))
 
     def _tree_of(self, host: str) -> tuple[str, ...]:
         for entry in reversed(self._entries.values()):
@@ -278,6 +280,14 @@ class HostCache:
             names=entry.names,
             fresh=since is not None and entry.read > since.reads,
         )
+
+
+def _counted(written: Sequence[Reservation], taken: Collection[UsageKey]) -> None:
+    """Figures read after Placement wrote these claims, whose feed entries had not
+    come, were taken for the usages ``taken``: they include the claims."""
+    if taken:
+        for reservation in written:
+            reservation.counted_in(taken)
 
 
 def _classes(shape: Shape) -> frozenset[str]:

@@ -6,7 +6,7 @@ figures include them. docs/scheduler.md, The host cache.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.placement.client import AllocationRequest, CandidatesResponse, ProviderSummary
@@ -16,6 +16,9 @@ SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 Needs = tuple[tuple[str, str, int], ...]
 # The same with each provider's usage of the class in place of its name.
 Slots = tuple[tuple["Usage", int], ...]
+
+# A provider's usage of one resource class: (provider, resource class).
+UsageKey = tuple[str, str]
 
 _NONE: Mapping[str, Usage] = {}
 
@@ -27,10 +30,12 @@ class Usage:
     held: int = 0  # reserved here, not yet in Placement's figure
     index: int = 0  # the change feed index Placement's figure is current to
 
-    def take(self, capacity: int, used: int, index: int) -> None:
+    def take(self, capacity: int, used: int, index: int) -> bool:
         """Placement's figures as of feed ``index``, unless newer ones were taken."""
-        if index >= self.index:
-            self.capacity, self.used, self.index = capacity, used + self.held, index
+        if index < self.index:
+            return False
+        self.capacity, self.used, self.index = capacity, used + self.held, index
+        return True
 
     @property
     def free(self) -> int:
@@ -72,22 +77,32 @@ class UsageBook:
                     return f"{rc} needs {amount}, {free} left on provider {rp}"
         return None
 
-    def refresh(self, summaries: Mapping[str, ProviderSummary], index: int = 0) -> None:
+    def refresh(self, summaries: Mapping[str, ProviderSummary], index: int = 0) -> set[UsageKey]:
         """Take Placement's figures for the providers it summarised, read when the feed
-        stood at ``index`` (figures the feed brought since are newer: kept)."""
+        stood at ``index`` (figures the feed brought since are newer: kept). Returns
+        the usages whose figures were taken."""
+        taken: set[UsageKey] = set()
         for rp, summary in summaries.items():
-            self.take(rp, {rc: (r.capacity, r.used) for rc, r in summary.resources.items()}, index)
+            figures = {rc: (r.capacity, r.used) for rc, r in summary.resources.items()}
+            taken.update(self.take(rp, figures, index))
+        return taken
 
-    def take(self, provider: str, figures: Mapping[str, tuple[int, int]], index: int) -> None:
-        """(capacity, used) per class of a provider, as of feed ``index``."""
+    def take(
+        self, provider: str, figures: Mapping[str, tuple[int, int]], index: int
+    ) -> list[UsageKey]:
+        """(capacity, used) per class of a provider, as of feed ``index``; returns the
+        usages whose figures were taken."""
         book = self._usage.setdefault(provider, {})
+        taken = []
         for rc, (capacity, used) in figures.items():
             usage = book.get(rc)
             if usage is None:
                 book[rc] = Usage(capacity, used, index=index)
                 self.added += 1
-            else:
-                usage.take(capacity, used, index)
+            elif not usage.take(capacity, used, index):
+                continue
+            taken.append((provider, rc))
+        return taken
 
     def take_used(self, provider: str, used: Mapping[str, int], index: int) -> None:
         """Placement's usage of a known provider after a write (feed ``index``)."""
@@ -119,7 +134,7 @@ class UsageBook:
             for usage in usages.values():
                 usage.index = 0
 
-    def consume(self, request: AllocationRequest) -> list[tuple[Usage, int]]:
+    def consume(self, request: AllocationRequest) -> list[Held]:
         taken = []
         for rp, allocation in request.allocations.items():
             book = self._usage.setdefault(rp, {})
@@ -130,8 +145,17 @@ class UsageBook:
                     self.added += 1
                 usage.used += amount
                 usage.held += amount
-                taken.append((usage, amount))
+                taken.append(Held((rp, rc), usage, amount))
         return taken
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """An amount reserved on one usage, not yet in Placement's figure."""
+
+    key: UsageKey
+    usage: Usage
+    amount: int
 
 
 @dataclass
@@ -139,28 +163,41 @@ class Reservation:
     """One instance's consumption, given back with ``undo`` when its claim fails."""
 
     host: HostState
-    taken: list[tuple[Usage, int]]
+    held: list[Held]  # the amounts no figure taken since includes
     undone: bool = False
-    settled: bool = False
 
     def undo(self) -> None:
         if self.undone:
             return
         self.undone = True
-        if not self.settled:
-            for usage, amount in self.taken:
-                usage.used -= amount
-                usage.held -= amount
+        for part in self.held:
+            part.usage.used -= part.amount
+            part.usage.held -= part.amount
+        self.held = []
         if self.host.num_instances is not None:
             self.host.num_instances -= 1
 
     def settle(self) -> None:
         """Placement's figures include the claim now: nothing is held for it."""
-        if self.settled or self.undone:
+        if self.undone:
             return
-        self.settled = True
-        for usage, amount in self.taken:
-            usage.held -= amount
+        for part in self.held:
+            part.usage.held -= part.amount
+        self.held = []
+
+    def counted_in(self, taken: Container[UsageKey]) -> None:
+        """Figures read after Placement wrote the claim were taken for the usages
+        ``taken``: they include it, so it is neither held nor counted twice there."""
+        if self.undone:
+            return
+        held = []
+        for part in self.held:
+            if part.key in taken:
+                part.usage.used -= part.amount
+                part.usage.held -= part.amount
+            else:
+                held.append(part)
+        self.held = held
 
 
 @dataclass(frozen=True)

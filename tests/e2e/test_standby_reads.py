@@ -7,7 +7,8 @@ standby, with three servers on them:
   every write with a 503 and Retry-After;
 - ``split``: the API on the primary with PLACEMENT_DATABASE_READ_URL on the
   standby, which replays each commit ``APPLY_DELAY`` late: a read sending
-  back a write's X-Placement-Read-After is never stale, one without it is.
+  back a write's X-Placement-Read-After is never stale, one without it is;
+  the scheduler's reads after its claims send it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import httpx
 import pytest
 
 from placement_api.db import migrations
+from placement_client import PlacementClient
+from scheduler.placement.client import AllocationRequest, NewClaim, SchedulerPlacement
 from tests.support.databases import BACKENDS
 from tests.support.pg_cluster import (
     PrivateCluster,
@@ -342,3 +345,31 @@ def test_a_frozen_standby_costs_one_read_the_bound_then_reads_go_to_the_primary(
     # One line per trip, not per read.
     assert log.count("standby unavailable") == 2, log[-3000:]
     assert "Traceback" not in log, log[-3000:]
+
+
+async def _scheduler_rounds(server: LiveServer, rp: str, rounds: int) -> list[tuple[int, int]]:
+    """Claims one VCPU at a time through the scheduler's client; after each, the
+    usage its figures and its candidates read show."""
+    placement = SchedulerPlacement(PlacementClient.with_token(server.url, "admin"))
+    request = AllocationRequest.model_validate({"allocations": {rp: {"resources": {"VCPU": 1}}}})
+    seen = []
+    try:
+        for _ in range(rounds):
+            claim = NewClaim(str(uuid.uuid4()), request, "demo", "alice")
+            assert (await placement.claim(claim, consumer_type="INSTANCE")).claimed
+            figures = await placement.provider_figures(rp)
+            answer = await placement.allocation_candidates(
+                [("resources", "VCPU:1"), ("in_tree", rp)]
+            )
+            seen.append((figures["VCPU"][1], answer.provider_summaries[rp].resources["VCPU"].used))
+    finally:
+        await placement.aclose()
+    return seen
+
+
+def test_the_schedulers_reads_after_its_claims_include_them(split: LiveServer) -> None:
+    with httpx.Client(base_url=split.url, headers=HEADERS, timeout=30) as client:
+        rp, _ = _seed(client)
+    rounds = 5
+    seen = asyncio.run(_scheduler_rounds(split, rp, rounds))
+    assert seen == [(2 + n, 2 + n) for n in range(1, rounds + 1)]  # _seed's claim holds 2

@@ -148,6 +148,24 @@ def test_undo_after_a_refresh_leaves_placements_newer_figures_alone() -> None:
     assert host.book.usage(SHARED, "DISK_GB") == Usage(1000, 850)
 
 
+def test_figures_read_after_a_claim_count_it_once_where_they_were_taken() -> None:
+    (host,) = build_hosts(nested_with_sharing(), {})
+    request = host.fitting_request()
+    assert request is not None
+    numa = next(rp for rp in request.allocations if rp != SHARED)
+    reservation = host.consume(request)  # 2 VCPU, 1024 MB on the NUMA node, 100 GB shared
+    placement_now = {"VCPU": (8, 2), "MEMORY_MB": (4096, 1024)}  # includes the claim
+    reservation.counted_in(host.book.take(numa, placement_now, index=0))
+    assert host.book.usage(numa, "VCPU") == Usage(8, 2)  # once, nothing held
+    assert host.book.usage(SHARED, "DISK_GB") == Usage(1000, 950, held=100)  # not read: held
+    stale = {"VCPU": (8, 0)}  # a figure older than the book's is not taken
+    host.book.take(numa, {"VCPU": (8, 2)}, index=5)
+    reservation.counted_in(host.book.take(numa, stale, index=4))
+    reservation.settle()  # its feed entry
+    assert host.book.usage(SHARED, "DISK_GB") == Usage(1000, 950)
+    assert host.book.usage(numa, "VCPU") == Usage(8, 2, index=5)
+
+
 def test_free_per_host_is_each_hosts_free_capacity() -> None:
     nested = build_hosts(nested_with_sharing(), {})
     flat = hosts_for([Node("a", used={"VCPU": 3}), Node("b")], {"VCPU": 1})

@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from placement_api.db.engine import create_engine
 from scheduler.deciding.engine import Scheduler
-from scheduler.placement.client import SchedulerPlacement
+from scheduler.placement.client import READ_AFTER, SchedulerPlacement
 from scheduler.placement.query import candidates_query
 from scheduler.request.spec import ScheduleRequest, resource_request
 from scheduler.settings import SchedulerSettings
@@ -28,8 +28,9 @@ CATCH_UP_SECONDS = 30
 
 
 class FeedGate(httpx.AsyncHTTPTransport):
-    """Real HTTP. Counts candidates reads and per-provider reads; while closed, holds
-    the scheduler's next ``GET /changes`` before it is sent (the feed falls behind)."""
+    """Real HTTP. Counts candidates reads and per-provider reads and keeps the
+    position the last of them asked for; while closed, holds the scheduler's next
+    ``GET /changes`` before it is sent (the feed falls behind)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -37,13 +38,16 @@ class FeedGate(httpx.AsyncHTTPTransport):
         self.open.set()
         self.held = asyncio.Event()
         self.requests: Counter[str] = Counter()
+        self.read_after: dict[str, str | None] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         if path == "/allocation_candidates" and request.url.params.get("limit") != "1":
             self.requests["candidates"] += 1
+            self.read_after["candidates"] = request.headers.get(READ_AFTER)
         elif path.endswith("/usages"):
             self.requests["usages"] += 1
+            self.read_after["usages"] = request.headers.get(READ_AFTER)
         elif path == "/changes" and not self.open.is_set():
             self.held.set()
             await self.open.wait()
@@ -90,9 +94,11 @@ def one(consumer: str | None = None) -> ScheduleRequest:
     return ScheduleRequest.model_validate(body)
 
 
-async def free_vcpu(scheduler: Scheduler, host: str) -> int:
+async def free_vcpu(scheduler: Scheduler, host: str, request: ScheduleRequest | None = None) -> int:
+    """As the cache has it, from its answer to ``request`` (one instance of FLAVOR)."""
     limit = scheduler.settings.max_allocation_candidates
-    view = await scheduler.host_cache.view(candidates_query(resource_request(one()), limit))
+    query = candidates_query(resource_request(request or one()), limit)
+    view = await scheduler.host_cache.view(query)
     return next(h.free("VCPU") for h in view.hosts if h.uuid == host)
 
 
@@ -144,15 +150,16 @@ async def test_a_refused_claim_re_reads_its_host_and_moves_on(
     big = await cloud.host("big", vcpu=4, memory_mb=65536)
     small = await cloud.host("small", vcpu=2, memory_mb=8192, disk_gb=100)  # big weighs more
     await caught_up(scheduler, cloud)
+    await hold_feed(gate, cloud)  # this claim's entry and the other client's are unseen
     assert (await scheduler.schedule(one())).selections[0].provider.uuid == big
-    await hold_feed(gate, cloud)
-    await cloud.allocate(new_uuid(), big, {"VCPU": 2})  # unseen: the feed is held
+    await cloud.allocate(new_uuid(), big, {"VCPU": 2})
     consumer = new_uuid()
     second = await scheduler.schedule(one(consumer))
     claims = second.explanation.instances[0].claims
     assert [(a.host, a.outcome) for a in claims] == [("big", "conflict"), ("small", "claimed")]
     assert gate.requests["usages"] == 1  # big's figures read again
-    assert await free_vcpu(scheduler, big) == 0  # known full, the feed still held
+    assert gate.read_after == {"candidates": None, "usages": "primary"}  # no standby here
+    assert await free_vcpu(scheduler, big) == 0  # the figures read include the first claim
     assert await cloud.allocations(consumer) == {small: FLAVOR}
     gate.open.set()
     await caught_up(scheduler, cloud)
@@ -235,13 +242,16 @@ async def test_own_claims_count_once_before_and_after_their_feed_entry(
     ))  # fmt: skip
     await scheduler.schedule(one())
     assert await free_vcpu(scheduler, host) == 8 - 3 * 2  # counted before the feed says
+    small = ScheduleRequest.model_validate({"resources": {"VCPU": 1}})
+    assert await free_vcpu(scheduler, host, small) == 8 - 3 * 2  # by an answer read since
+    assert gate.requests["candidates"] == 2
     gate.open.set()
     await caught_up(scheduler, cloud)
     assert await free_vcpu(scheduler, host) == 8 - 3 * 2  # and once after it
     assert (await cloud.usages(host))["VCPU"] == 6
     last = await scheduler.schedule(one())
     assert last.explanation.instances[0].hosts_with_room == 1
-    assert gate.requests["candidates"] == 1
+    assert gate.requests["candidates"] == 2
     assert len(placed.selections) == 2
 
 

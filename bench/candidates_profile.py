@@ -46,6 +46,7 @@ from bench.claims_phases import wrapped
 from bench.claims_profile import call
 from placement_api.app import create_app
 from placement_api.domain.candidates import (
+    indexed_trees,
     lookups,
     member_pages,
     pacing,
@@ -75,6 +76,10 @@ PHASES: dict[str, tuple[Any, str]] = {
     "whole handler (in the unit of work and after)": (router, "_answer"),
     "provider index: refresh and search": (router, "from_index"),
     "provider index: refresh": (provider_index.ProviderIndex, "current"),
+    "provider index, trees: rows": (indexed_trees, "group_rows"),
+    "provider index, trees: options": (indexed_trees, "group_plan"),
+    "provider index, trees: providers used": (indexed_trees, "providers_of"),
+    "provider index, trees: summaries": (indexed_trees, "summaries_of"),
     "find_candidates (SQL and search)": (router, "find_candidates"),
     "prelude": (service, "read_prelude"),
     "rows: unsuffixed group": (queries, "unsuffixed_rows"),

@@ -5,11 +5,11 @@ A search's candidates share a few layouts (which slots share a provider,
 their amounts, the mappings): all that differs between two candidates of a
 layout is which providers fill its slots. So what a layout makes is worked
 out once (its ``{"resources": ...}`` bodies, made once per amounts dict and
-shared by every candidate: the encoder takes shared objects), and a
-candidate costs only its own dicts. The most common layout, one provider
-for every slot (every candidate of a flat cloud), is built without a loop;
-when every candidate has it, the list is written as JSON text from one
-template per layout (``encoded_requests``), without a dict per candidate.
+shared by every candidate: the encoder takes shared objects), with the
+function that makes a candidate's own dicts (``request_renderers``). When
+every candidate has one provider for all its slots (a flat cloud's), the
+list is written as JSON text from one template per layout
+(``encoded_requests``), without a dict per candidate.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import orjson
 
 from placement_api.domain.candidates.combinations import Candidate, Layout
 from placement_api.microversion import Version
-
-Body = dict[str, dict[str, int]]
+from placement_api.web.request_renderers import Body, Render, renderer
 
 
 class _Shapes:
-    """Per layout: its providers' slots and bodies, and its mappings."""
+    """Per layout: its providers' slots and bodies, and the slot of its only
+    provider when every mapping lists that one alone (else None)."""
 
     def __init__(self, names: dict[int, str]) -> None:
         self.names = names
@@ -42,8 +42,6 @@ class _Shapes:
         return found
 
     def of(self, layout: Layout) -> tuple[tuple[tuple[int, Body], ...], int | None]:
-        """Per provider allocated, its slot and body; and that slot when it
-        is the only provider and every mapping lists it alone (else None)."""
         found = self.layouts.get(id(layout))
         if found is None:
             held = tuple((slot, self._body(amounts)) for slot, amounts in layout.held)
@@ -73,29 +71,17 @@ def allocation_requests(
             for chosen, layout in candidates
         ]
     mapped = version.has("candidates_mappings")
+    renders: dict[int, Render] = {}
     requests: list[dict[str, Any]] = []
     append = requests.append
     for chosen, layout in candidates:
-        held, alone = shapes.of(layout)
-        if alone is not None:
-            uuid = uuids[chosen[alone]]
-            allocations = {uuid: held[0][1]}
-            if not mapped:
-                append({"allocations": allocations})
-            elif len(layout.mapped) == 1:
-                append({"allocations": allocations, "mappings": {layout.mapped[0][0]: [uuid]}})
-            else:
-                mappings = {suffix: [uuid] for suffix, _ in layout.mapped}
-                append({"allocations": allocations, "mappings": mappings})
-            continue
-        allocations = {uuids[chosen[slot]]: body for slot, body in held}
-        if not mapped:
-            append({"allocations": allocations})
-        else:
-            mappings = {
-                suffix: [uuids[chosen[slot]] for slot in slots] for suffix, slots in layout.mapped
-            }
-            append({"allocations": allocations, "mappings": mappings})
+        render = renders.get(id(layout))
+        if render is None:
+            held = shapes.of(layout)[0]
+            slots, bodies = tuple(s for s, _ in held), [body for _, body in held]
+            render = renderer(slots, bodies, layout.mapped if mapped else None, uuids)
+            renders[id(layout)] = render
+        append(render(chosen))
     return requests
 
 

@@ -13,7 +13,7 @@ from placement_api.domain.candidates.combinations import Candidate, Layouts, pro
 from placement_api.microversion import Version
 from placement_api.web.candidates_rendering import allocation_requests, encoded_requests
 
-NAMES = {1: "VCPU", 2: "MEMORY_MB", 3: "DISK_GB"}
+NAMES = {1: "VCPU", 2: "MEMORY_MB", 3: "DISK_GB", 4: "VGPU"}
 UUIDS = {ident: f"uuid-{ident}" for ident in range(1, 9)}
 VERSIONS = [Version(1, 10), Version(1, 12), Version(1, 34)]
 
@@ -48,6 +48,11 @@ SEARCHES = [
     # A NUMA host's unsuffixed group: its classes from one child or two, and
     # a shared disk; several layouts in one answer.
     ([("", ((1, 2),)), ("", ((2, 512),)), ("", ((3, 40),))], [(4, 4, 8), (4, 5, 8), (5, 4, 8)]),
+    # Four classes from four providers, or from three.
+    (
+        [("", ((1, 2),)), ("", ((2, 512),)), ("", ((3, 40),)), ("", ((4, 1),))],
+        [(1, 2, 3, 4), (1, 1, 3, 4)],
+    ),
 ]
 
 

@@ -80,6 +80,22 @@ def test_slots_on_one_provider_merge_their_amounts() -> None:
     assert [c.mappings for c in found] == [{"": [11]}, {"": [11, 12]}, {"": [12, 11]}, {"": [12]}]
 
 
+@pytest.mark.parametrize("width", [2, 3, 4])
+def test_every_way_slots_share_providers_merges_their_amounts(width: int) -> None:
+    classes = [VCPU, MEMORY, DISK, VF][:width]
+    options = {c: [11, 12, 13, 14][:width] for c in classes}
+    plan = unsuffixed({c: c * 10 for c in classes}, {10: options})
+    found = search([plan], SearchRules(), [10])
+    assert len(found) == width**width
+    for candidate in found:
+        expected: dict[int, dict[int, int]] = {}
+        for class_id, provider in zip(classes, candidate.chosen, strict=True):
+            expected.setdefault(provider, {})[class_id] = class_id * 10
+        assert candidate.allocations == expected
+        assert list(candidate.allocations) == list(expected)  # in the order slots name them
+        assert candidate.mappings == {"": list(expected)}
+
+
 def test_groups_on_one_provider_add_up_their_amounts() -> None:
     one = granular("1", {VCPU: 1}, {10: [10]})
     two = granular("2", {VCPU: 2, MEMORY: 1}, {10: [10]})
@@ -170,6 +186,21 @@ def test_a_candidate_reached_from_two_trees_is_returned_once() -> None:
     plan = unsuffixed({DISK: 1}, {10: {DISK: [50]}, 20: {DISK: [50]}})
     rules = SearchRules(sharing=frozenset({50}))
     assert allocations(search([plan], rules, [10, 20])) == [{50: {DISK: 1}}]
+
+
+def test_only_candidates_of_sharing_providers_alone_are_returned_once() -> None:
+    # Sharing provider 50 has VCPU beside each tree's own, 60 the only DISK:
+    # 50 with 60 is reached from both trees, each tree's own VCPU from one.
+    plan = unsuffixed(
+        {VCPU: 1, DISK: 1}, {10: {VCPU: [10, 50], DISK: [60]}, 20: {VCPU: [20, 50], DISK: [60]}}
+    )
+    rules = SearchRules(sharing=frozenset({50, 60}))
+    assert allocations(search([plan], rules, [10, 20])) == [
+        {10: {VCPU: 1}, 60: {DISK: 1}},
+        {50: {VCPU: 1}, 60: {DISK: 1}},
+        {20: {VCPU: 1}, 60: {DISK: 1}},
+    ]
+    assert len(search([plan], rules, [10, 20], stop_after=2)) == 2
 
 
 def test_seen_carries_over_between_calls() -> None:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from httpx import ASGITransport, AsyncClient
 from sqlalchemy import or_, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.app import create_app
 from placement_api.db.engine import create_engine
@@ -19,6 +20,7 @@ from placement_api.domain import feed_index, providers
 from placement_api.domain.changes import recording_session_factory
 from placement_api.settings import Settings
 from tests.api.changes_helpers import changes_after, latest_index
+from tests.support import databases
 from tests.support.client import PlacementClient, app_client, error_code
 
 # Long enough that only a wake-up, never the periodic re-read, can end a wait early.
@@ -26,10 +28,11 @@ SLOW_POLL = {"changes_poll_interval": 60.0, "changes_max_wait": 60}
 
 
 @pytest.fixture
-async def feed_api(settings: Settings) -> AsyncIterator[PlacementClient]:
+async def feed_api(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[PlacementClient]:
     """An admin client of an app that re-reads the feed only once a minute while waiting."""
     async with app_client(settings, **SLOW_POLL) as client:
         yield client
+    await databases.clean(cleaner)
 
 
 async def test_without_since_only_the_latest_index_is_given(api: PlacementClient) -> None:
@@ -247,7 +250,7 @@ def _events(text: str) -> list[tuple[str, dict[str, object]]]:
 
 
 @pytest.fixture
-async def short_streams(settings: Settings) -> AsyncIterator[PlacementClient]:
+async def short_streams(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[PlacementClient]:
     """An admin client of an app whose event streams last two seconds."""
     app = create_app(settings.model_copy(update={"changes_max_wait": 2}))
     transport = ASGITransport(app=app)
@@ -256,6 +259,7 @@ async def short_streams(settings: Settings) -> AsyncIterator[PlacementClient]:
         AsyncClient(transport=transport, base_url="http://placement") as http,
     ):
         yield PlacementClient(http)
+    await databases.clean(cleaner)
 
 
 async def test_the_feed_streams_as_server_sent_events(short_streams: PlacementClient) -> None:

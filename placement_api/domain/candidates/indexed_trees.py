@@ -80,11 +80,15 @@ def group_rows(
             and root_forbidden.isdisjoint(root.traits)
             and outside.isdisjoint(root.aggregates)
         )
+        if not (tree_passes or shared):
+            continue
         root_member = not member_of or _in_all(root.aggregates, member_of)
         for ident in index.tree(root_id):
+            if (ident in sharing) is not shared:
+                continue
             provider = providers[ident]
-            is_sharing = ident in sharing
-            if is_sharing is not shared or not (tree_passes or is_sharing):
+            stocks = provider.stocks
+            if not stocks:  # a root of children, most often
                 continue
             if (forbidden or outside) and not (
                 forbidden.isdisjoint(provider.traits) and outside.isdisjoint(provider.aggregates)
@@ -92,7 +96,6 @@ def group_rows(
                 continue
             if not (root_member or _in_all(provider.aggregates, member_of)):
                 continue
-            stocks = provider.stocks
             for class_id, amount in amounts:
                 # ``fits_clause`` on the row (``Stock``), by index: run per class and provider.
                 stock = stocks.get(class_id)
@@ -177,7 +180,8 @@ class _TreeSearch:
         """Up to ``wanted`` candidates anchored in ``window`` (None: every
         tree), whose own providers are those of ``roots``."""
         native = self._rows(roots, shared=False)
-        self.root_of.update((provider, root) for provider, root, _ in native)
+        if not self.request.nested_aware:  # only the walks before nested trees look roots up
+            self.root_of.update((provider, root) for provider, root, _ in native)
         rows = self.shared_rows + native
         served = sharing_map(self.index, self.used, window)
         plan = group_plan(self.group, rows, served, self.rule, window)
@@ -228,11 +232,12 @@ async def tree_candidates(
             progress = policy.after(progress, len(found))
     if not candidates:
         return CandidatesResult()
-    root_of, providers = search.root_of, index.providers
+    providers = index.providers
     used_providers = providers_of(candidates)
     shown: Iterable[int] = used_providers
     if request.nested_aware:
-        shown = [p for root in {root_of[p] for p in used_providers} for p in index.tree(root)]
+        used_roots = {providers[p].root for p in used_providers}
+        shown = [p for root in used_roots for p in index.tree(root)]
     summaries = summaries_of(index, shown, settings, group.amounts.keys())
     if summaries is None:
         return None

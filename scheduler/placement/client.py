@@ -197,7 +197,7 @@ READ_AFTER = "X-Placement-Read-After"
 class SchedulerPlacement:
     def __init__(self, client: PlacementClient) -> None:
         self.client = client
-        self.written: str | None = None  # the furthest position a claim was answered with
+        self._written: str | None = None  # the furthest position a claim was answered with
 
     @property
     def microversion(self) -> str:
@@ -233,7 +233,7 @@ class SchedulerPlacement:
             return ClaimOutcome(
                 claimed=False, detail=refused.detail, code=refused.code, written_with=claims
             )
-        self.written = furthest(self.written, response.headers.get(READ_AFTER))
+        self._written = furthest(self._written, response.headers.get(READ_AFTER))
         return ClaimOutcome(claimed=True, written_with=claims)
 
     async def release(self, consumer: str) -> bool:
@@ -318,7 +318,7 @@ class SchedulerPlacement:
         return await self.client.ping()
 
     def _read_after(self) -> dict[str, str] | None:
-        return None if self.written is None else {READ_AFTER: self.written}
+        return None if self._written is None else {READ_AFTER: self._written}
 
 
 def furthest(kept: str | None, answered: str | None) -> str | None:

@@ -157,6 +157,11 @@ class Held:
     usage: Usage
     amount: int
 
+    def drop(self) -> None:
+        """Count the amount no more (a claim that failed, or one a figure includes)."""
+        self.usage.used -= self.amount
+        self.usage.held -= self.amount
+
 
 @dataclass
 class Reservation:
@@ -171,8 +176,7 @@ class Reservation:
             return
         self.undone = True
         for part in self.held:
-            part.usage.used -= part.amount
-            part.usage.held -= part.amount
+            part.drop()
         self.held = []
         if self.host.num_instances is not None:
             self.host.num_instances -= 1
@@ -193,8 +197,7 @@ class Reservation:
         held = []
         for part in self.held:
             if part.key in taken:
-                part.usage.used -= part.amount
-                part.usage.held -= part.amount
+                part.drop()
             else:
                 held.append(part)
         self.held = held

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,17 +24,11 @@ from agent.settings import AgentSettings
 from placement_api.db import migrations
 from placement_client import PlacementClient
 from tests.support import databases
+from tests.support.server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement latest"}
 SERVER_START_TIMEOUT = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -18,8 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agent.reporting_pass import Outcome
 from agent.state import StateStore
-from tests.agent.conftest import free_port
 from tests.agent.nodes import DATA, NodeDomain, node_uri, write_node
+from tests.support.server import free_port
 
 AGENT = Path(sys.executable).parent / "placement-agent"
 

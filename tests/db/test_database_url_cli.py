@@ -4,13 +4,13 @@ unreachable database of ``db import``/``db export`` is one line, not a traceback
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 
 import pytest
 
 from tests.db.test_cli import run_cli
 from tests.support import databases
+from tests.support.server import free_port
 
 
 @pytest.fixture
@@ -22,12 +22,6 @@ async def plain_pg_url() -> AsyncIterator[str]:
         yield url.replace("postgresql+asyncpg://", "postgres://", 1)
     finally:
         await databases.drop_pg_database(name)
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_a_postgres_url_without_a_driver_is_migrated_and_read(plain_pg_url: str) -> None:
@@ -48,7 +42,7 @@ def test_a_mysql_url_says_it_is_an_import_source_only() -> None:
 
 @pytest.mark.parametrize("command", [["db", "import", "--source"], ["db", "export", "--target"]])
 def test_an_unreachable_other_database_is_one_line_naming_it_masked(command: list[str]) -> None:
-    other = f"postgresql://someone:secret@127.0.0.1:{_closed_port()}/upstream"
+    other = f"postgresql://someone:secret@127.0.0.1:{free_port()}/upstream"
     with databases.sqlite_database() as ours:
         result = run_cli(*command, other, url=ours)
     assert result.returncode != 0

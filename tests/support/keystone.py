@@ -76,10 +76,10 @@ from tests.support.keystone_server import (
     REGION,
     Server,
     copy_template,
-    free_port,
     keystone_venv,
     write_config,
 )
+from tests.support.server import free_port
 
 DOMAIN_ID = "default"
 SERVICE_PROJECT = "service"

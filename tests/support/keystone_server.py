@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -34,13 +33,6 @@ def keystone_venv() -> Path:
     env = dict(os.environ, KEYSTONE_VENV=str(venv))
     subprocess.run([str(ROOT / "scripts" / "install-keystone.sh")], check=True, env=env)
     return venv
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class Server:

@@ -16,12 +16,46 @@ from typing import IO
 
 import httpx
 
+# Below Linux's ephemeral range (32768-60999), where the kernel picks the
+# local port of every outgoing connection and of every bind to port 0.
+_TEST_PORTS = range(20000, 32000)
+
+
+class _PortAllocator:
+    """Ports for the servers a test starts, each pytest-xdist worker from its own
+    slice, in turn. A port the kernel hands out (bind to port 0) is free only
+    until the probe closes: another worker could be handed the same one before
+    a server binds it, and a test then talks to the other worker's server."""
+
+    def __init__(self) -> None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        size = len(_TEST_PORTS) // max(workers, 1)
+        start = _TEST_PORTS.start + int(worker) * size
+        self._ports = range(start, start + size)
+        self._next = 0
+
+    def take(self) -> int:
+        """The next port of this worker's slice that nothing holds (a port in
+        TIME_WAIT is passed over, as a listener without SO_REUSEADDR would fail)."""
+        for _ in self._ports:
+            port = self._ports[self._next % len(self._ports)]
+            self._next += 1
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            return port
+        raise RuntimeError(f"every port of {self._ports} is taken")
+
+
+_ALLOCATOR = _PortAllocator()
+
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A loopback port no other test worker will be given."""
+    return _ALLOCATOR.take()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from placement_client.environment import known_variables, unknown_variables
 from scheduler.cli import _pairs
 from scheduler.cli import app as scheduler_app
 from scheduler.serving.logs import logging_config as scheduler_logging
+from tests.support.server import free_port
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ def test_scheduler_log_lines_carry_their_time() -> None:
 
 
 def test_decommission_names_the_placement_it_could_not_reach() -> None:
-    url = f"http://127.0.0.1:{_closed_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     environment = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_")}
     result = subprocess.run(
         [sys.executable, "-m", "agent", "decommission", "compute-9", "--api-url", url,
@@ -159,9 +159,3 @@ def test_decommission_names_the_placement_it_could_not_reach() -> None:
     assert result.returncode == 1
     assert f"cannot reach Placement at {url}/" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

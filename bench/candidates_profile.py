@@ -89,10 +89,9 @@ PHASES: dict[str, tuple[Any, str]] = {
     "search: single providers": (windows, "single_provider_search"),
     "search: the walk": (pacing, "gather"),
     "summaries (waiting for the read ahead, building)": (service, "load_summaries"),
-    "answer: allocation requests": (router, "allocation_requests"),
-    "answer: allocation requests from templates": (router, "encoded_requests"),
     "answer: provider summaries": (router, "_provider_summaries"),
-    "answer: JSON and response": (router, "json_response"),
+    "answer: JSON text": (router, "answer_text"),
+    "answer: response": (router, "json_response"),
 }
 
 

@@ -1,10 +1,13 @@
-"""One function per layout that turns a combination of providers into its
-allocation request, for the microversions that show allocations as a dict.
+"""One function per layout that writes a combination of providers as the
+JSON text of its allocation request, after a comma (the answer joins them
+as they are), for the microversions that show allocations as a dict.
 
-Layouts of one, two or three providers listed by their only mapping in the
-order they allocate (a NUMA child and a shared disk, say) get a function
-written for that many: literal dicts, each uuid looked up once, about a
-third faster than a loop over the slots. Any other layout gets the loop.
+A layout's text is fixed but for its providers' uuids: it is made once, a
+template with ``%b`` where a uuid goes, and each candidate fills it with its
+providers' quoted uuids. Layouts of one, two or three providers listed by
+their only mapping in the order they allocate (a NUMA child and a shared
+disk, say) get a function written for that many; any other layout gets the
+general one. Half the time of building dicts for the encoder.
 """
 
 from __future__ import annotations
@@ -13,91 +16,116 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
 
+import orjson
+
 from placement_api.domain.candidates.combinations import Combination
 
 Body = dict[str, dict[str, int]]
-Request = dict[str, Any]
-Render = Callable[[Combination], Request]
+Render = Callable[[Combination], bytes]
 Mappings = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+def quoted_uuids(uuids: dict[int, str]) -> dict[int, bytes]:
+    """Each provider's uuid as JSON text: between quotes as it is when
+    ``uuids`` holds nothing JSON escapes (only ASCII, no quote, backslash or
+    control character: what the API takes as a uuid), else by the encoder.
+    Made for all at once, a few calls in all: a call per uuid costs more than
+    using it."""
+    texts = list(uuids.values())
+    encoded = orjson.dumps(texts)
+    # Unescaped ASCII: the encoder adds two quotes per uuid, a comma between
+    # two and the brackets, nothing else.
+    if len(encoded) == sum(map(len, texts)) + 3 * len(texts) + 1:
+        # No uuid holds a tab, which would be escaped: it parts them.
+        quoted = ('"' + '"\t"'.join(texts) + '"').encode().split(b"\t") if texts else []
+    else:
+        quoted = [orjson.dumps(text) for text in texts]
+    return dict(zip(uuids, quoted, strict=True))
 
 
 def renderer(
     slots: tuple[int, ...],
     bodies: Sequence[Body],
     mappings: Mappings | None,
-    uuids: dict[int, str],
+    quoted: dict[int, bytes],
 ) -> Render:
     """``slots``: the slot of each provider allocated from, with its body;
     ``mappings``: per group suffix, its providers' slots (None: not shown)."""
-    suffix = None
-    if mappings is not None:
-        if len(mappings) != 1 or mappings[0][1] != slots:
-            return _any(slots, bodies, mappings, uuids)
-        suffix = mappings[0][0]
-    if len(slots) == 1:
-        return _one(slots[0], bodies[0], suffix, uuids)
+    template = _template(bodies, mappings)
+    # The slot of each uuid the template shows, in its order.
+    order = slots + tuple(slot for _, group in mappings or () for slot in group)
+    mapped = mappings is not None
+    if len(set(order)) == 1:
+        return _one(template, slots[0], len(order), quoted)
+    if mappings is not None and (len(mappings) != 1 or mappings[0][1] != slots):
+        return _any(template, order, quoted)
     if len(slots) == 2:
-        return _two(itemgetter(*slots), bodies, suffix, uuids)
+        return _two(template, itemgetter(*slots), mapped, quoted)
     if len(slots) == 3:
-        return _three(itemgetter(*slots), bodies, suffix, uuids)
-    return _any(slots, bodies, mappings, uuids)
+        return _three(template, itemgetter(*slots), mapped, quoted)
+    return _any(template, order, quoted)
 
 
-def _one(slot: int, body: Body, suffix: str | None, uuids: dict[int, str]) -> Render:
-    def render(chosen: Combination) -> Request:
-        uuid = uuids[chosen[slot]]
-        if suffix is None:
-            return {"allocations": {uuid: body}}
-        return {"allocations": {uuid: body}, "mappings": {suffix: [uuid]}}
+def _template(bodies: Sequence[Body], mappings: Mappings | None) -> bytes:
+    """A comma and the request's JSON text, the bytes the encoder writes for
+    its dicts, with ``%b`` for each quoted uuid."""
+
+    def text(value: object) -> bytes:
+        return orjson.dumps(value).replace(b"%", b"%%")
+
+    allocations = b",".join(b"%b:" + text(body) for body in bodies)
+    template = b',{"allocations":{' + allocations + b"}"
+    if mappings is not None:
+        listed = b",".join(
+            text(suffix) + b":[" + b",".join([b"%b"] * len(group)) + b"]"
+            for suffix, group in mappings
+        )
+        template += b',"mappings":{' + listed + b"}"
+    return template + b"}"
+
+
+def _one(template: bytes, slot: int, uses: int, quoted: dict[int, bytes]) -> Render:
+    def render(chosen: Combination) -> bytes:
+        return template % ((quoted[chosen[slot]],) * uses)
 
     return render
 
 
 def _two(
-    pick: Callable[[Combination], Any], bodies: Sequence[Body], suffix: str | None,
-    uuids: dict[int, str],
-) -> Render:  # fmt: skip
-    first, second = bodies
-
-    def render(chosen: Combination) -> Request:
+    template: bytes, pick: Callable[[Combination], Any], mapped: bool, quoted: dict[int, bytes]
+) -> Render:
+    def render(chosen: Combination) -> bytes:
         a, b = pick(chosen)
-        uuid_a, uuid_b = uuids[a], uuids[b]
-        allocations = {uuid_a: first, uuid_b: second}
-        if suffix is None:
-            return {"allocations": allocations}
-        return {"allocations": allocations, "mappings": {suffix: [uuid_a, uuid_b]}}
+        quoted_a, quoted_b = quoted[a], quoted[b]
+        return template % (quoted_a, quoted_b, quoted_a, quoted_b)
 
-    return render
+    def render_unmapped(chosen: Combination) -> bytes:
+        a, b = pick(chosen)
+        return template % (quoted[a], quoted[b])
+
+    return render if mapped else render_unmapped
 
 
 def _three(
-    pick: Callable[[Combination], Any], bodies: Sequence[Body], suffix: str | None,
-    uuids: dict[int, str],
-) -> Render:  # fmt: skip
-    first, second, third = bodies
-
-    def render(chosen: Combination) -> Request:
+    template: bytes, pick: Callable[[Combination], Any], mapped: bool, quoted: dict[int, bytes]
+) -> Render:
+    def render(chosen: Combination) -> bytes:
         a, b, c = pick(chosen)
-        uuid_a, uuid_b, uuid_c = uuids[a], uuids[b], uuids[c]
-        allocations = {uuid_a: first, uuid_b: second, uuid_c: third}
-        if suffix is None:
-            return {"allocations": allocations}
-        return {"allocations": allocations, "mappings": {suffix: [uuid_a, uuid_b, uuid_c]}}
+        quoted_a, quoted_b, quoted_c = quoted[a], quoted[b], quoted[c]
+        return template % (quoted_a, quoted_b, quoted_c, quoted_a, quoted_b, quoted_c)
 
-    return render
+    def render_unmapped(chosen: Combination) -> bytes:
+        a, b, c = pick(chosen)
+        return template % (quoted[a], quoted[b], quoted[c])
+
+    return render if mapped else render_unmapped
 
 
-def _any(
-    slots: tuple[int, ...], bodies: Sequence[Body], mappings: Mappings | None,
-    uuids: dict[int, str],
-) -> Render:  # fmt: skip
-    held = tuple(zip(slots, bodies, strict=True))
+def _any(template: bytes, order: tuple[int, ...], quoted: dict[int, bytes]) -> Render:
+    pick = itemgetter(*order)  # two slots at least: a tuple
+    lookup = quoted.__getitem__
 
-    def render(chosen: Combination) -> Request:
-        allocations = {uuids[chosen[slot]]: body for slot, body in held}
-        if mappings is None:
-            return {"allocations": allocations}
-        listed = {suffix: [uuids[chosen[s]] for s in group] for suffix, group in mappings}
-        return {"allocations": allocations, "mappings": listed}
+    def render(chosen: Combination) -> bytes:
+        return template % tuple(map(lookup, pick(chosen)))
 
     return render

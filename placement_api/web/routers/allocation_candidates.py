@@ -18,10 +18,10 @@ from placement_api.microversion import Version
 from placement_api.observability.metrics import CANDIDATES, CANDIDATES_ANSWERED
 from placement_api.serving.gc_policy import collector_paused
 from placement_api.web.candidates_query import parse_request
-from placement_api.web.candidates_rendering import allocation_requests, encoded_requests
+from placement_api.web.candidates_rendering import answer_text
 from placement_api.web.deps import ApiDep, DbDep, services
 from placement_api.web.fastpath.lean_route import PlacementRoute
-from placement_api.web.rendering import json_response
+from placement_api.web.rendering import EncodedJsonResponse, json_response
 from placement_api.web.schemas import allocation_candidates as schemas
 from placement_api.web.schemas.validation import load_query
 
@@ -100,11 +100,6 @@ async def _answer(
     else:
         CANDIDATES_ANSWERED.labels("index").inc()
     CANDIDATES.observe(len(result.candidates))
-    requests: Any = encoded_requests(result.candidates, result.uuids, result.class_names, version)
-    if requests is None:
-        requests = allocation_requests(result.candidates, result.uuids, result.class_names, version)
-    body = {
-        "allocation_requests": requests,
-        "provider_summaries": _provider_summaries(result, version),
-    }
-    return json_response(version, body, response_class=OrjsonResponse)
+    summaries = orjson.dumps(_provider_summaries(result, version))
+    text = answer_text(result.candidates, result.uuids, result.class_names, summaries, version)
+    return json_response(version, text, response_class=EncodedJsonResponse)

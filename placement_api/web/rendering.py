@@ -68,6 +68,13 @@ class UtcJsonResponse(JSONResponse):
         return orjson.dumps(content, option=orjson.OPT_UTC_Z)
 
 
+class OrjsonResponse(JSONResponse):
+    """Bodies that run to megabytes: orjson encodes them several times faster."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
 class EncodedJsonResponse(Response):
     """A body written as JSON text already (the candidates' answer, tens of
     megabytes in a buffer): sent as it is, not copied."""

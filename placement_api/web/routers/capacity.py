@@ -18,8 +18,7 @@ from placement_api.serving.gc_policy import collector_paused
 from placement_api.web.capacity_query import parse_flavor
 from placement_api.web.deps import ApiDep, DbDep, services
 from placement_api.web.fastpath.lean_route import PlacementRoute
-from placement_api.web.rendering import json_response
-from placement_api.web.routers.allocation_candidates import OrjsonResponse
+from placement_api.web.rendering import OrjsonResponse, json_response
 from placement_api.web.schemas import capacity as schemas
 from placement_api.web.schemas.validation import load_query
 

@@ -89,8 +89,8 @@ PHASES: dict[str, tuple[Any, str]] = {
     "search: single providers": (windows, "single_provider_search"),
     "search: the walk": (pacing, "gather"),
     "summaries (waiting for the read ahead, building)": (service, "load_summaries"),
-    "answer: provider summaries": (router, "_provider_summaries"),
-    "answer: JSON text": (router, "answer_text"),
+    "answer: provider summaries (JSON text)": (router, "_provider_summaries"),
+    "answer: requests' text, written with the rest": (router, "answer_text"),
     "answer: response": (router, "json_response"),
 }
 

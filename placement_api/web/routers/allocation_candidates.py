@@ -37,18 +37,21 @@ _DESCRIPTION = (
 # The query parameters are documented from the query models (placement_api.openapi.query).
 
 
-def _provider_summaries(result: CandidatesResult, version: Version) -> dict[str, Any]:
+def _provider_summaries(result: CandidatesResult, version: Version) -> bytes:
     # Summaries run to tens of thousands: from 1.29 they are encoded as they
     # are; older versions show fewer fields (traits came in 1.17).
     uuids, summaries = result.uuids, result.summaries
+    shown: dict[str, Any]
     if version.has("candidates_nested"):
-        return {uuids[ident]: summary for ident, summary in summaries.items()}
-    if version.has("candidates_required"):
-        return {
+        shown = {uuids[ident]: summary for ident, summary in summaries.items()}
+    elif version.has("candidates_required"):
+        shown = {
             uuids[ident]: {"resources": s.resources, "traits": s.traits}
             for ident, s in summaries.items()
         }
-    return {uuids[ident]: {"resources": s.resources} for ident, s in summaries.items()}
+    else:
+        shown = {uuids[ident]: {"resources": s.resources} for ident, s in summaries.items()}
+    return orjson.dumps(shown)
 
 
 @router.get(
@@ -93,6 +96,6 @@ async def _answer(
     else:
         CANDIDATES_ANSWERED.labels("index").inc()
     CANDIDATES.observe(len(result.candidates))
-    summaries = orjson.dumps(_provider_summaries(result, version))
+    summaries = _provider_summaries(result, version)
     text = answer_text(result.candidates, result.uuids, result.class_names, summaries, version)
     return json_response(version, text, response_class=EncodedJsonResponse)

@@ -1,5 +1,5 @@
-"""The allocation requests of ``GET /allocation_candidates``, as the
-microversion shows them, ready for the encoder.
+"""The answer of ``GET /allocation_candidates`` as JSON text: its allocation
+requests as the microversion shows them, then the summaries' text.
 
 A search's candidates share a few layouts (which slots share a provider,
 their amounts, the mappings): all that differs between two candidates of a

@@ -1,6 +1,7 @@
 """One function per layout that writes a combination of providers as the
-JSON text of its allocation request, after a comma (the answer joins them
-as they are), for the microversions that show allocations as a dict.
+JSON text of its allocation request, after a comma (the answer's buffer
+takes them as they are), for the microversions that show allocations as a
+dict.
 
 A layout's text is fixed but for its providers' uuids: it is made once, a
 template with ``%b`` where a uuid goes, and each candidate fills it with its

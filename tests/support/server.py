@@ -16,9 +16,14 @@ from typing import IO
 
 import httpx
 
-# Below Linux's ephemeral range (32768-60999), where the kernel picks the
-# local port of every outgoing connection and of every bind to port 0.
-_TEST_PORTS = range(20000, 32000)
+
+def _below_ephemeral_ports() -> range:
+    """12,000 ports below Linux's ephemeral range (32768-60999 unless set),
+    where the kernel picks the local port of every outgoing connection and
+    of every bind to port 0."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as settings:
+        first_ephemeral = int(settings.read().split()[0])
+    return range(max(1024, first_ephemeral - 12_000), first_ephemeral)
 
 
 class _PortAllocator:
@@ -30,8 +35,9 @@ class _PortAllocator:
     def __init__(self) -> None:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-        size = len(_TEST_PORTS) // max(workers, 1)
-        start = _TEST_PORTS.start + int(worker) * size
+        ports = _below_ephemeral_ports()
+        size = len(ports) // max(workers, 1)
+        start = ports.start + int(worker) * size
         self._ports = range(start, start + size)
         self._next = 0
 

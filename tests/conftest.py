@@ -8,6 +8,7 @@ that uses it — directly or through ``api`` — runs once per backend.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -15,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from placement_api.db.engine import create_engine
 from placement_api.settings import Settings
 from tests.support import databases
-from tests.support.client import PlacementClient, app_client
+from tests.support.client import AppClients, PlacementClient, app_client
 
 # One real Keystone per test process, for every directory that asks for it.
 from tests.support.keystone import keystone  # noqa: F401
@@ -49,8 +50,15 @@ async def cleaner(database_url: str) -> AsyncIterator[AsyncEngine]:
 
 
 @pytest.fixture
-async def api(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[PlacementClient]:
-    """An admin client at the latest microversion, over the ASGI app on a clean database."""
-    async with app_client(settings) as client:
-        yield client
+async def apps(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[AppClients]:
+    """Admin clients over apps made with these settings, changed as asked
+    (``apps(changes_max_wait=2)``); the database is emptied after the test."""
+    yield partial(app_client, settings)
     await databases.clean(cleaner)
+
+
+@pytest.fixture
+async def api(apps: AppClients) -> AsyncIterator[PlacementClient]:
+    """An admin client at the latest microversion, over the ASGI app on a clean database."""
+    async with apps() as client:
+        yield client

@@ -21,18 +21,17 @@ from placement_api.domain.changes import recording_session_factory
 from placement_api.settings import Settings
 from tests.api.changes_helpers import changes_after, latest_index
 from tests.support import databases
-from tests.support.client import PlacementClient, app_client, error_code
+from tests.support.client import AppClients, PlacementClient, error_code
 
 # Long enough that only a wake-up, never the periodic re-read, can end a wait early.
 SLOW_POLL = {"changes_poll_interval": 60.0, "changes_max_wait": 60}
 
 
 @pytest.fixture
-async def feed_api(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[PlacementClient]:
+async def feed_api(apps: AppClients) -> AsyncIterator[PlacementClient]:
     """An admin client of an app that re-reads the feed only once a minute while waiting."""
-    async with app_client(settings, **SLOW_POLL) as client:
+    async with apps(**SLOW_POLL) as client:
         yield client
-    await databases.clean(cleaner)
 
 
 async def test_without_since_only_the_latest_index_is_given(api: PlacementClient) -> None:

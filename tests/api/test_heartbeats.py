@@ -9,14 +9,11 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.engine import create_engine
 from placement_api.db.models import ProviderHeartbeat, ResourceProvider
-from placement_api.settings import Settings
 from tests.api.changes_helpers import latest_index
-from tests.support import databases
-from tests.support.client import PlacementClient, app_client
+from tests.support.client import AppClients, PlacementClient
 from tests.support.snapshot import database_snapshot
 
 METRICS = {"cpu.percent": 12.5, "memory.used": 2048, "memory.total": 8192, "memory.percent": 25}
@@ -131,11 +128,10 @@ async def test_a_host_is_down_once_missed_intervals_times_its_interval_passed(
 
 
 @pytest.fixture
-async def one_miss_api(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[PlacementClient]:
+async def one_miss_api(apps: AppClients) -> AsyncIterator[PlacementClient]:
     """An admin client of an app that declares a host down after one missed interval."""
-    async with app_client(settings, heartbeat_missed_intervals=1) as client:
+    async with apps(heartbeat_missed_intervals=1) as client:
         yield client
-    await databases.clean(cleaner)
 
 
 async def test_the_missed_intervals_setting_moves_down_after(

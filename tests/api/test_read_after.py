@@ -8,12 +8,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from placement_api.db.replica import POSITION, Replica
 from placement_api.settings import Settings
-from tests.support import databases
-from tests.support.client import PlacementClient, app_client
+from tests.support.client import AppClients, PlacementClient
 
 HEADER = "X-Placement-Read-After"
 
@@ -47,7 +45,7 @@ async def test_a_malformed_position_is_a_400_naming_the_header(api: PlacementCli
 
 
 async def test_a_writes_position_is_read_on_its_own_connection_after_its_commit(
-    settings: Settings, backend: str, cleaner: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, backend: str, apps: AppClients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a read URL (here the primary itself, always current), a write
     answers its WAL position without a unit of work of its own on the primary."""
@@ -58,21 +56,18 @@ async def test_a_writes_position_is_read_on_its_own_connection_after_its_commit(
         raise AssertionError("the position was read through a second unit of work")
 
     monkeypatch.setattr(Replica, "position", second_unit)
-    try:
-        async with app_client(settings, database_read_url=settings.database_url) as api:
-            name = f"rp-{uuid.uuid4().hex[:8]}"
-            created = await api.post("/resource_providers", json={"name": name})
-            assert created.status_code == 200, created.text
-            position = created.headers[HEADER]
-            assert POSITION.fullmatch(position), position
-            read = await api.get(f"/resource_providers?name={name}", headers={HEADER: position})
-            assert [p["name"] for p in read.json()["resource_providers"]] == [name]
-    finally:
-        await databases.clean(cleaner)
+    async with apps(database_read_url=settings.database_url) as api:
+        name = f"rp-{uuid.uuid4().hex[:8]}"
+        created = await api.post("/resource_providers", json={"name": name})
+        assert created.status_code == 200, created.text
+        position = created.headers[HEADER]
+        assert POSITION.fullmatch(position), position
+        read = await api.get(f"/resource_providers?name={name}", headers={HEADER: position})
+        assert [p["name"] for p in read.json()["resource_providers"]] == [name]
 
 
 async def test_a_write_whose_position_cannot_be_read_sends_its_reader_to_the_primary(
-    settings: Settings, backend: str, cleaner: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, backend: str, apps: AppClients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Committed, but the primary is going away before its position is read
     (as in a switchover): the answer stands and says ``primary``, so the next
@@ -85,13 +80,10 @@ async def test_a_write_whose_position_cannot_be_read_sends_its_reader_to_the_pri
 
     monkeypatch.setattr("placement_api.db.session.position_after_commit", lambda _session: None)
     monkeypatch.setattr(Replica, "position", shutting_down)
-    try:
-        async with app_client(settings, database_read_url=settings.database_url) as api:
-            name = f"rp-{uuid.uuid4().hex[:8]}"
-            created = await api.post("/resource_providers", json={"name": name})
-            assert created.status_code == 200, created.text
-            assert created.headers[HEADER] == "primary"
-            read = await api.get(f"/resource_providers?name={name}", headers={HEADER: "primary"})
-            assert [p["name"] for p in read.json()["resource_providers"]] == [name]
-    finally:
-        await databases.clean(cleaner)
+    async with apps(database_read_url=settings.database_url) as api:
+        name = f"rp-{uuid.uuid4().hex[:8]}"
+        created = await api.post("/resource_providers", json={"name": name})
+        assert created.status_code == 200, created.text
+        assert created.headers[HEADER] == "primary"
+        read = await api.get(f"/resource_providers?name={name}", headers={HEADER: "primary"})
+        assert [p["name"] for p in read.json()["resource_providers"]] == [name]

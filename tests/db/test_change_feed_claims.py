@@ -14,16 +14,14 @@ from typing import cast
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from placement_api.db.session import SessionFactory, unit_of_work
 from placement_api.domain import changes, claim_changes, claims
 from placement_api.domain.consumers import ConsumerClaim
-from placement_api.settings import Settings
 from tests.api.allocation_helpers import PROJECT, USER, new_uuid, provider_with, put_allocations
 from tests.api.changes_helpers import latest_index
-from tests.support import databases
-from tests.support.client import PlacementClient, app_client
+from tests.support.client import AppClients, PlacementClient
 
 Entry = tuple[str, str, str, str]
 _LAST_OF = text(
@@ -101,12 +99,11 @@ async def test_the_statements_entry_is_the_one_python_builds(
 
 
 @pytest.fixture
-async def slow_poll_api(settings: Settings, cleaner: AsyncEngine) -> AsyncIterator[PlacementClient]:
+async def slow_poll_api(apps: AppClients) -> AsyncIterator[PlacementClient]:
     """A client of an app whose waiting readers re-read the feed only once a
     minute: only the wake-up of a recording commit ends their wait early."""
-    async with app_client(settings, changes_poll_interval=60.0) as client:
+    async with apps(changes_poll_interval=60.0) as client:
         yield client
-    await databases.clean(cleaner)
 
 
 async def test_a_claim_whose_statement_recorded_it_wakes_waiting_readers(

@@ -8,7 +8,6 @@ import logging
 import pytest
 import uvicorn
 from httpx import ASGITransport, AsyncClient, Response
-from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.orm import session as orm_session
 from uvicorn.protocols.http import httptools_impl
 
@@ -19,15 +18,11 @@ from placement_api.settings import Settings
 from placement_api.web.fastpath import capabilities
 from placement_api.web.fastpath.app import PlacementApp
 from placement_api.web.fastpath.dispatch import Dispatcher
-from tests.support import databases
-from tests.support.client import PlacementClient, app_client
+from tests.support.client import AppClients, PlacementClient
 
 
 async def test_a_changed_session_commit_sends_statements_through_sqlalchemy(
-    settings: Settings,
-    cleaner: AsyncEngine,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    apps: AppClients, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     original = orm_session.SessionTransaction._prepare_impl
 
@@ -37,12 +32,11 @@ async def test_a_changed_session_commit_sends_statements_through_sqlalchemy(
     monkeypatch.setattr(orm_session.SessionTransaction, "_prepare_impl", changed)
     monkeypatch.setattr(DIRECT, "usable", True)
     with caplog.at_level(logging.WARNING):
-        async with app_client(settings) as api:
+        async with apps() as api:
             assert not DIRECT.usable
             provider = await api.create_provider()
             await api.set_inventory(provider, {"VCPU": {"total": 4}})
             found = await api.get("/allocation_candidates?resources=VCPU:2")
-    await databases.clean(cleaner)
     assert found.status_code == 200
     assert list(found.json()["provider_summaries"]) == [provider["uuid"]]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from httpx import ASGITransport, AsyncClient, Response
@@ -74,6 +74,10 @@ class PlacementClient:
 def error_code(response: Response) -> str:
     code: str = response.json()["errors"][0]["code"]
     return code
+
+
+# ``app_client`` with the settings given: ``apps(changes_max_wait=2)``.
+AppClients = Callable[..., AbstractAsyncContextManager[PlacementClient]]
 
 
 @asynccontextmanager
